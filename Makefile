@@ -1,0 +1,43 @@
+# Two commands do all the set-up on a fresh machine with Python 3.11 and make:
+#   make lab   -- JupyterLab on notebooks/, bound to 127.0.0.1, embedded DynamoDB by default
+#   make test  -- every test, the notebooks included under strict nbval
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: lab test soak bench lint lock clean
+
+$(STAMP): pyproject.toml requirements.lock
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
+	$(PY) -m pip install --quiet --disable-pip-version-check -c requirements.lock -e ".[dev]"
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (sessionstore)" >/dev/null
+	@touch $(STAMP)
+
+lab: $(STAMP)
+	cd notebooks && ../$(VENV)/bin/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=. --no-browser
+
+test: $(STAMP)
+	$(PY) -m ruff check sessionstore tests benchmarks
+	$(PY) -m pytest -q -m "not soak" --nbval --nbval-current-env --durations=10
+
+soak: $(STAMP)
+	$(PY) -m pytest -q -m soak -s
+
+bench: $(STAMP)
+	$(PY) -m benchmarks
+
+lint: $(STAMP)
+	$(PY) -m ruff check sessionstore tests benchmarks
+	$(PY) -m mypy
+
+# Refresh the pins after changing pyproject.toml (then commit requirements.lock).
+lock:
+	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/pip install --quiet -e ".[dev]"
+	.lock-venv/bin/pip freeze --exclude-editable | grep -v '^sessionstore' > requirements.lock
+	rm -rf .lock-venv
+
+clean:
+	rm -rf $(VENV)

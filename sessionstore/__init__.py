@@ -1,0 +1,63 @@
+"""sessionstore: a DynamoDB session store for MCP servers.
+
+Optimistic locking with a version attribute, conditional writes, atomic context accumulation,
+idempotent tool-call records and a lifecycle state machine -- each write one request.
+"""
+
+from .client import connect
+from .clock import Clock, ManualClock, SystemClock, format_timestamp
+from .codec import JSON
+from .errors import (
+    ConflictRetriesExhausted,
+    DynamoDBError,
+    InvalidInput,
+    InvalidTransition,
+    ItemTooLarge,
+    SessionAlreadyExists,
+    SessionExpired,
+    SessionNotActive,
+    SessionNotFound,
+    SessionStoreError,
+    TableNotFound,
+    ToolCallConflict,
+    Unavailable,
+    VersionConflict,
+)
+from .ids import CounterIds, IdFactory, RandomIds
+from .models import Session, ToolCallRecord
+from .retry import RetryPolicy
+from .status import TRANSITIONS, Status
+from .store import METADATA_OVERHEAD, SessionStore
+
+__all__ = [
+    "JSON",
+    "METADATA_OVERHEAD",
+    "TRANSITIONS",
+    "Clock",
+    "ConflictRetriesExhausted",
+    "CounterIds",
+    "DynamoDBError",
+    "IdFactory",
+    "InvalidInput",
+    "InvalidTransition",
+    "ItemTooLarge",
+    "ManualClock",
+    "RandomIds",
+    "RetryPolicy",
+    "Session",
+    "SessionAlreadyExists",
+    "SessionExpired",
+    "SessionNotActive",
+    "SessionNotFound",
+    "SessionStore",
+    "SessionStoreError",
+    "Status",
+    "SystemClock",
+    "TableNotFound",
+    "ToolCallConflict",
+    "ToolCallRecord",
+    "Unavailable",
+    "VersionConflict",
+    "connect",
+    "format_timestamp",
+]

@@ -1,0 +1,67 @@
+"""``connect()``: a boto3 DynamoDB client for the configured endpoint, or the embedded engine."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+import boto3
+from botocore.config import Config
+
+if TYPE_CHECKING:
+    from .local import LocalDynamoDB
+
+_EMBEDDED: LocalDynamoDB | None = None
+_EMBEDDED_LOCK = threading.Lock()
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def _embedded_endpoint() -> str:
+    """One embedded engine per process, started on first use, stopped at exit."""
+    global _EMBEDDED
+    with _EMBEDDED_LOCK:
+        if _EMBEDDED is None:
+            import atexit
+
+            from .local import LocalDynamoDB
+
+            _EMBEDDED = LocalDynamoDB().start()
+            atexit.register(_EMBEDDED.stop)
+        return _EMBEDDED.endpoint_url
+
+
+def configured_endpoint() -> str | None:
+    """The endpoint from the environment, if any: ours first, then AWS's own variable."""
+    return os.environ.get("SESSIONSTORE_ENDPOINT_URL") or os.environ.get(
+        "AWS_ENDPOINT_URL_DYNAMODB"
+    )
+
+
+def connect(
+    endpoint_url: str | None = None, *, max_attempts: int = 5, **client_kwargs: Any
+) -> Any:
+    """A boto3 DynamoDB client with botocore's standard retry mode.
+
+    Endpoint: the argument, else ``SESSIONSTORE_ENDPOINT_URL``, else ``AWS_ENDPOINT_URL_DYNAMODB``,
+    else the process-wide embedded engine; the value ``aws`` means real DynamoDB through the
+    default credential chain and region. Dummy region and credentials are supplied only for a
+    loopback endpoint with nothing configured -- never for a real one.
+    """
+    endpoint = endpoint_url or configured_endpoint()
+    config = Config(retries={"mode": "standard", "max_attempts": max_attempts})
+    if "config" in client_kwargs:
+        config = config.merge(client_kwargs.pop("config"))
+    session = boto3.session.Session()
+    if endpoint == "aws":  # real DynamoDB: default credential chain, region and endpoint
+        return session.client("dynamodb", config=config, **client_kwargs)
+    if endpoint is None:
+        endpoint = _embedded_endpoint()
+    kwargs: dict[str, Any] = {"endpoint_url": endpoint, "config": config, **client_kwargs}
+    if urlparse(endpoint).hostname in _LOOPBACK:
+        kwargs.setdefault("region_name", session.region_name or "us-east-1")
+        if session.get_credentials() is None:
+            kwargs.setdefault("aws_access_key_id", "sessionstore-local")
+            kwargs.setdefault("aws_secret_access_key", "sessionstore-local")
+    return session.client("dynamodb", **kwargs)

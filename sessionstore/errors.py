@@ -1,0 +1,131 @@
+"""One hierarchy of errors, grouped by what went wrong rather than by which call raised it.
+
+Every condition failure from DynamoDB is translated into one of these (``raise ... from exc``), so
+callers never have to pick apart a botocore ``ClientError``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .models import Session, ToolCallRecord
+    from .status import Status
+
+
+class SessionStoreError(Exception):
+    """Base class of every error the store raises."""
+
+
+class InvalidInput(SessionStoreError, ValueError):
+    """An argument was refused before anything was sent to DynamoDB."""
+
+
+class SessionNotFound(SessionStoreError):
+    """No such session -- or one that belongs to another owner (the two look identical)."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id!r} not found")
+        self.session_id = session_id
+
+
+class SessionExpired(SessionStoreError):
+    """The session's TTL has passed; DynamoDB may not have deleted it yet, but it is gone to us."""
+
+    def __init__(self, session_id: str, ttl: int) -> None:
+        super().__init__(f"session {session_id!r} expired at {ttl} (epoch seconds)")
+        self.session_id = session_id
+        self.ttl = ttl
+
+
+class SessionAlreadyExists(SessionStoreError):
+    """``create_session`` was given an id that is already taken (expired or not)."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id!r} already exists")
+        self.session_id = session_id
+
+
+class InvalidTransition(SessionStoreError):
+    """The lifecycle table forbids moving from ``current`` to ``requested``."""
+
+    def __init__(self, session_id: str, current: Status, requested: Status) -> None:
+        super().__init__(
+            f"session {session_id!r} cannot move from {current.value} to {requested.value}"
+        )
+        self.session_id = session_id
+        self.current = current
+        self.requested = requested
+
+
+class SessionNotActive(SessionStoreError):
+    """A write that needs an ``active`` session (append, tool record) found another status."""
+
+    def __init__(self, session_id: str, current: Status) -> None:
+        super().__init__(f"session {session_id!r} is {current.value}, not active")
+        self.session_id = session_id
+        self.current = current
+
+
+class VersionConflict(SessionStoreError):
+    """The caller's expected version is stale; ``current`` is the item as it is now."""
+
+    def __init__(self, session_id: str, expected: int, current: Session) -> None:
+        super().__init__(
+            f"session {session_id!r}: expected version {expected}, found {current.version}"
+        )
+        self.session_id = session_id
+        self.expected = expected
+        self.current = current
+
+
+class ConflictRetriesExhausted(VersionConflict):
+    """Automatic retries on version conflicts ran out (heavy contention on one session)."""
+
+
+class ToolCallConflict(SessionStoreError):
+    """The tool_call_id is already recorded with a different name, input or output."""
+
+    def __init__(self, stored: ToolCallRecord) -> None:
+        super().__init__(
+            f"tool call {stored.tool_call_id!r} of session {stored.session_id!r} is already "
+            "recorded with a different payload"
+        )
+        self.stored = stored
+
+
+class ItemTooLarge(SessionStoreError):
+    """The write would take an item past the size limit; nothing was written."""
+
+    def __init__(self, current: int, added: int, limit: int) -> None:
+        super().__init__(
+            f"item would be {current + added} bytes ({current} + {added}), limit {limit}"
+        )
+        self.current = current
+        self.added = added
+        self.limit = limit
+
+
+class TableNotFound(SessionStoreError):
+    """The table does not exist (call ``SessionStore.create_table()``)."""
+
+
+class Unavailable(SessionStoreError):
+    """DynamoDB could not be reached or kept throttling after every retry.
+
+    ``maybe_applied`` is true when a write may have landed before the connection failed; the
+    operations of this package are safe to call again in that case.
+    """
+
+    def __init__(self, message: str, *, maybe_applied: bool) -> None:
+        super().__init__(message)
+        self.maybe_applied = maybe_applied
+
+
+class DynamoDBError(SessionStoreError):
+    """Any other error DynamoDB returned; ``code`` is its error code."""
+
+    def __init__(self, code: str, message: str, details: Any = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.details = details

@@ -1,0 +1,60 @@
+"""Building expressions, apart from sending them.
+
+DynamoDB rejects a request whose ``ExpressionAttributeNames`` or ``Values`` hold an unused entry,
+and many of our attribute names (``status``, ``ttl``, ``owner``...) are reserved words, so every
+name goes through a placeholder and only the placeholders actually used are sent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from boto3.dynamodb.types import TypeSerializer
+
+_SERIALIZER = TypeSerializer()
+
+
+class Expr:
+    """Collects ``#name`` and ``:value`` placeholders for one request."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+        self.values: dict[str, Any] = {}
+
+    def n(self, attribute: str) -> str:
+        placeholder = "#" + attribute
+        self.names[placeholder] = attribute
+        return placeholder
+
+    def v(self, value: Any) -> str:
+        placeholder = f":v{len(self.values)}"
+        self.values[placeholder] = _SERIALIZER.serialize(value)
+        return placeholder
+
+    def params(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.names:
+            out["ExpressionAttributeNames"] = dict(self.names)
+        if self.values:
+            out["ExpressionAttributeValues"] = dict(self.values)
+        return out
+
+
+def all_of(*conditions: str) -> str:
+    return " AND ".join(f"({c})" for c in conditions if c)
+
+
+def live_session(e: Expr, *, owner: str | None, now_s: int) -> str:
+    """The session item exists, has not expired and belongs to ``owner`` (or to nobody)."""
+    owner_cond = (
+        f"attribute_not_exists({e.n('owner')})"
+        if owner is None
+        else f"{e.n('owner')} = {e.v(owner)}"
+    )
+    return all_of(f"attribute_exists({e.n('pk')})", f"{e.n('ttl')} > {e.v(now_s)}", owner_cond)
+
+
+def status_in(e: Expr, statuses: list[str]) -> str:
+    if len(statuses) == 1:
+        return f"{e.n('status')} = {e.v(statuses[0])}"
+    return f"{e.n('status')} IN ({', '.join(e.v(s) for s in statuses)})"

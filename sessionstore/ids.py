@@ -1,0 +1,62 @@
+"""Identifiers, injected: random ones in production, counters in notebooks and tests."""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+import threading
+from typing import Protocol
+
+from .errors import InvalidInput
+
+MAX_ID_LENGTH = 128
+
+
+class IdFactory(Protocol):
+    def session_id(self) -> str:
+        """A new session id, unguessable in production (it is also the capability to use it)."""
+        ...
+
+    def token(self) -> str:
+        """A request token that tells our own write apart from somebody else's."""
+        ...
+
+
+class RandomIds:
+    """Session ids carry 128 bits from the OS CSPRNG; tokens 96 bits (they only need to be
+    unique among the last few writes of one session)."""
+
+    def session_id(self) -> str:
+        return secrets.token_hex(16)
+
+    def token(self) -> str:
+        return secrets.token_urlsafe(12)
+
+
+class CounterIds:
+    """Deterministic ids for notebooks and tests: ``s-0001``, ``t-0001``, ..."""
+
+    def __init__(self, prefix: str = "") -> None:
+        self._sessions = itertools.count(1)
+        self._tokens = itertools.count(1)
+        self._prefix = prefix
+        self._lock = threading.Lock()
+
+    def session_id(self) -> str:
+        with self._lock:
+            return f"{self._prefix}s-{next(self._sessions):04d}"
+
+    def token(self) -> str:
+        with self._lock:
+            return f"{self._prefix}t-{next(self._tokens):04d}"
+
+
+def validate_id(value: object, what: str) -> str:
+    """Ids are 1-128 visible ASCII characters (0x21-0x7E): they end up inside key strings."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a string, not {type(value).__name__}")
+    if not 1 <= len(value) <= MAX_ID_LENGTH:
+        raise InvalidInput(f"{what} must be 1-{MAX_ID_LENGTH} characters, got {len(value)}")
+    if not all("\x21" <= ch <= "\x7e" for ch in value):
+        raise InvalidInput(f"{what} may hold only visible ASCII characters (0x21-0x7E)")
+    return value

@@ -1,0 +1,30 @@
+"""Bounded backoff for version conflicts only (botocore's standard mode handles throttling)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass
+class RetryPolicy:
+    """Exponential backoff with full jitter: attempt n sleeps uniform(0, min(cap, base * 2**n)).
+
+    ``max_attempts`` counts every attempt, the first included.
+    """
+
+    max_attempts: int = 10
+    base_delay: float = 0.005
+    max_delay: float = 0.5
+    sleep: Callable[[float], None] = time.sleep
+    rng: random.Random = field(default_factory=random.Random)
+
+    def delay(self, attempt: int) -> float:
+        return self.rng.uniform(0, min(self.max_delay, self.base_delay * 2**attempt))
+
+    def backoff(self, attempt: int) -> None:
+        self.sleep(self.delay(attempt))
+
+

@@ -1,0 +1,133 @@
+"""Fault injection on a real client, through botocore's ``before-send`` event.
+
+* ``Fault.LOST_RESPONSE``: the request reaches the engine and is applied, then the caller gets a
+  ``ReadTimeoutError`` -- the ambiguous write every retrying client must survive;
+* ``Fault.THROTTLE``: a 400 ``ThrottlingException`` (or ``ProvisionedThroughputExceeded``),
+  nothing sent;
+* ``Fault.SERVER_ERROR``: a 500 ``InternalServerError``, nothing sent.
+
+Faults are chosen by a seeded RNG per request (``rates``) or scripted (``script``: a list of
+faults for the next requests, ``None`` meaning "let it through").
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import random
+import threading
+from collections import Counter
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Any
+
+from botocore.awsrequest import AWSResponse
+from botocore.exceptions import ReadTimeoutError
+from botocore.httpsession import URLLib3Session
+
+
+class Fault(enum.Enum):
+    LOST_RESPONSE = "lost_response"
+    THROTTLE = "throttle"
+    THROTTLE_PROVISIONED = "throttle_provisioned"
+    SERVER_ERROR = "server_error"
+
+
+_ERROR_BODIES = {
+    Fault.THROTTLE: (400, "ThrottlingException", "Rate of requests exceeds the allowed throughput."),
+    Fault.THROTTLE_PROVISIONED: (
+        400,
+        "ProvisionedThroughputExceededException",
+        "The level of configured provisioned throughput for the table was exceeded.",
+    ),
+    Fault.SERVER_ERROR: (500, "InternalServerError", "Internal server error"),
+}
+
+
+class _Raw:
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def stream(self, *_args: Any, **_kwargs: Any) -> Iterable[bytes]:
+        yield self._body
+
+
+class FaultInjector:
+    """Attach to a boto3 DynamoDB client; ``injected`` counts what was done."""
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        rates: dict[Fault, float] | None = None,
+        script: Iterable[Fault | None] = (),
+        operations: Iterable[str] | None = None,
+        seed: int = 0,
+    ) -> None:
+        self._client = client
+        self._rates = dict(rates or {})
+        self._script = list(script)
+        self._operations = set(operations) if operations is not None else None
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._http = URLLib3Session()
+        self.injected: Counter[Fault] = Counter()
+        self.passed = 0
+        self._attached = False
+
+    def _choose(self, operation: str) -> Fault | None:
+        if self._operations is not None and operation not in self._operations:
+            return None
+        with self._lock:
+            if self._script:
+                return self._script.pop(0)
+            roll = self._rng.random()
+            for fault, rate in self._rates.items():
+                if roll < rate:
+                    return fault
+                roll -= rate
+            return None
+
+    def _on_send(self, request: Any, **kwargs: Any) -> AWSResponse | None:
+        operation = kwargs.get("event_name", "").rsplit(".", 1)[-1]
+        fault = self._choose(operation)
+        if fault is None:
+            with self._lock:
+                self.passed += 1
+            return None
+        with self._lock:
+            self.injected[fault] += 1
+        if fault is Fault.LOST_RESPONSE:
+            self._http.send(request)  # the engine applies it...
+            raise ReadTimeoutError(endpoint_url=request.url)  # ...the caller never hears back
+        status, code, message = _ERROR_BODIES[fault]
+        body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": message})
+        return AWSResponse(
+            request.url,
+            status,
+            {"Content-Type": "application/x-amz-json-1.0", "x-amzn-RequestId": "injected"},
+            _Raw(body.encode()),  # type: ignore[arg-type]
+        )
+
+    def attach(self) -> FaultInjector:
+        if not self._attached:
+            # After RequestLog (registered first), so injected attempts are counted as sent.
+            self._client.meta.events.register("before-send.dynamodb", self._on_send)
+            self._attached = True
+        return self
+
+    def detach(self) -> None:
+        if self._attached:
+            self._client.meta.events.unregister("before-send.dynamodb", self._on_send)
+            self._attached = False
+
+    def __enter__(self) -> FaultInjector:
+        return self.attach()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.detach()
