@@ -51,9 +51,10 @@ def _quiet() -> None:
 class LocalDynamoDB:
     """moto's DynamoDB on 127.0.0.1 (a free port unless given), every request serialized."""
 
-    def __init__(self, port: int = 0, *, host: str = "127.0.0.1") -> None:
+    def __init__(self, port: int = 0, *, host: str = "127.0.0.1", serialized: bool = True) -> None:
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError("the embedded engine listens on loopback only")
+        self._serialized = serialized
         self._host = host
         self._port = port
         self._server: Any = None
@@ -67,7 +68,8 @@ class LocalDynamoDB:
             raise RuntimeError(
                 "the embedded engine needs moto: pip install 'sessionstore[local]'"
             ) from exc
-        serialize_moto()
+        if self._serialized:
+            serialize_moto()
         _quiet()
         server = ThreadedMotoServer(ip_address=self._host, port=self._port, verbose=False)
         server.start()
@@ -107,8 +109,13 @@ def main(argv: list[str] | None = None) -> int:
         description="Run the embedded, serialized DynamoDB (moto) on 127.0.0.1.",
     )
     parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    parser.add_argument(
+        "--stock-moto",
+        action="store_true",
+        help="do NOT serialize requests (only to demonstrate the lost updates of stock moto)",
+    )
     args = parser.parse_args(argv)
-    engine = LocalDynamoDB(args.port).start()
+    engine = LocalDynamoDB(args.port, serialized=not args.stock_moto).start()
     # The first line is machine-readable, so a parent process can wait for it.
     print(f"SESSIONSTORE_ENDPOINT_URL={engine.endpoint_url}", flush=True)
     stopped = threading.Event()
