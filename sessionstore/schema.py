@@ -1,12 +1,12 @@
 """The single-table layout: one partition per session.
 
-=================  ============================  =========  ==========================================
-item               sk                            mutable    holds
-=================  ============================  =========  ==========================================
-session metadata   ``metadata``                  versioned  status, context, owner, ttl, write ring
-tool-call record   ``tool#<recordedAt>#<id>``    never      name, input, output, duration, ttl
-tool-call guard    ``toolid#<id>``               never      which record holds the id + fingerprint
-=================  ============================  =========  ==========================================
+================  ==========================  =========  =====================================
+item              sk                          mutable    holds
+================  ==========================  =========  =====================================
+session metadata  ``metadata``                versioned  status, context, owner, ttl, ring
+tool-call record  ``tool#<recordedAt>#<id>``  never      name, input, output, duration, ttl
+tool-call guard   ``toolid#<id>``             never      the record's sk + payload fingerprint
+================  ==========================  =========  =====================================
 
 Sort keys sort ``metadata`` < ``tool#...`` < ``toolid#...``, so ``sk < "toolid#"`` reads the
 metadata and the history in one Query, in time order, without the guards.

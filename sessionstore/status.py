@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     INITIALIZING = "initializing"
     ACTIVE = "active"
     CLOSING = "closing"

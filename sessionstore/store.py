@@ -270,7 +270,9 @@ class SessionStore:
     def close(self, session_id: str, *, owner: str | None = None) -> Session:
         return self.transition(session_id, Status.CLOSED, owner=owner)
 
-    def update_status(self, session_id: str, status: Status, *, owner: str | None = None) -> Session:
+    def update_status(
+        self, session_id: str, status: Status, *, owner: str | None = None
+    ) -> Session:
         """The source design's optimistic read-modify-write, done right.
 
         The version condition and the increment travel in one request; a conflict is retried
@@ -522,7 +524,7 @@ class SessionStore:
     ) -> tuple[Session, list[ToolCallRecord]]:
         """Metadata and full history from one Query (following ``LastEvaluatedKey``)."""
         pages = self._history_pages(session_id, owner)
-        session: Session = next(pages)  # type: ignore[assignment]
+        session: Session = next(pages)
         records = [ToolCallRecord.from_item(item) for page in pages for item in page]
         return session, records
 
@@ -650,12 +652,13 @@ class SessionStore:
         try:
             return getattr(self.client, operation)(**request)
         except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "")
-            message = exc.response.get("Error", {}).get("Message", "")
+            response: dict[str, Any] = dict(exc.response)
+            code = response.get("Error", {}).get("Code", "")
+            message = response.get("Error", {}).get("Message", "")
             if code == "ConditionalCheckFailedException":
-                raise _ConditionFailed(_to_python(exc.response.get("Item"))) from exc
+                raise _ConditionFailed(_to_python(response.get("Item"))) from exc
             if code == "TransactionCanceledException":
-                raise _Cancelled(exc.response.get("CancellationReasons", [])) from exc
+                raise _Cancelled(response.get("CancellationReasons", [])) from exc
             if code in _THROTTLES or code in _SERVER_ERRORS:
                 raise Unavailable(
                     f"DynamoDB {code} after retries: {message}",
