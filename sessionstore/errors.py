@@ -97,10 +97,16 @@ class ToolCallConflict(SessionStoreError):
 class ItemTooLarge(SessionStoreError):
     """The write would take an item past the size limit; nothing was written."""
 
-    def __init__(self, current: int, added: int, limit: int) -> None:
-        super().__init__(
-            f"item would be {current + added} bytes ({current} + {added}), limit {limit}"
-        )
+    def __init__(self, current: int, added: int, limit: int, *, by_engine: bool = False) -> None:
+        if by_engine:
+            message = (
+                f"DynamoDB refused the write as too large (about {current} + {added} bytes; "
+                f"configured limit {limit})"
+            )
+        else:
+            message = f"item would be {current + added} bytes ({current} + {added}), limit {limit}"
+        super().__init__(message)
+        self.by_engine = by_engine
         self.current = current
         self.added = added
         self.limit = limit

@@ -354,7 +354,15 @@ class SessionStore:
             )
             return update, cond
 
-        return self._versioned(session_id, owner, expected_version, change, judge)
+        try:
+            return self._versioned(session_id, owner, expected_version, change, judge)
+        except ItemTooLarge as err:
+            if not err.by_engine:
+                raise
+            # The engine's own limit came first (moto refuses UpdateItem near 200 KB).
+            seen = self._seen_entry(session_id)
+            current = METADATA_OVERHEAD + (seen[1] if seen else 0)
+            raise ItemTooLarge(current, added, self.item_size_limit, by_engine=True) from err
 
     # ------------------------------------------------------------------ tool calls
 
@@ -667,7 +675,7 @@ class SessionStore:
             if code == "ResourceNotFoundException":
                 raise TableNotFound(f"table {self.table_name!r} not found: {message}") from exc
             if code == "ValidationException" and "size" in message.lower():
-                raise ItemTooLarge(0, 0, self.item_size_limit) from exc
+                raise ItemTooLarge(0, 0, self.item_size_limit, by_engine=True) from exc
             raise DynamoDBError(code, message) from exc
         except (BotoConnectionError, HTTPClientError) as exc:
             raise Unavailable(

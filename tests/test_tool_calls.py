@@ -1,0 +1,215 @@
+"""record_tool_call / tool_calls / load: exactly once, in time order, paginated."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import sessionstore as ss
+from sessionstore import sizing
+from sessionstore.testing import Fault, FaultInjector, RequestLog, source_design
+
+from .conftest import scan
+
+
+def record(store: ss.SessionStore, sid: str, call: str = "call-1", **kw: Any) -> ss.ToolCallRecord:
+    args: dict[str, Any] = {"tool_name": "search", "input": {"q": "x"}, "output": [1, 2.5],
+                            "duration_ms": 12, "owner": "alice"}
+    args.update(kw)
+    return store.record_tool_call(sid, call, **args)
+
+
+def test_record_is_one_transaction(
+    store: ss.SessionStore, active: ss.Session, requests: RequestLog, client: Any, table: str
+) -> None:
+    rec = record(store, active.session_id)
+    assert requests.counts() == {"TransactWriteItems": 1}
+    assert rec.tool_call_id == "call-1" and rec.output == [1, 2.5]
+    assert rec.recorded_at == "2026-01-01T12:00:00.000Z"
+    sks = sorted(i["sk"]["S"] for i in scan(client, table))
+    assert sks == ["metadata", "tool#2026-01-01T12:00:00.000Z#call-1", "toolid#call-1"]
+
+
+def test_record_write_units(store: ss.SessionStore, active: ss.Session,
+                            client: Any, table: str) -> None:
+    record(store, active.session_id)
+    items = {i["sk"]["S"].split("#")[0]: i for i in scan(client, table)}
+    units = {k: sizing.write_units(sizing.item_size(v), transactional=True)
+             for k, v in items.items()}
+    print(f"transactional write units per item: {units}")
+    assert units == {"metadata": 2, "tool": 2, "toolid": 2}  # 6 WCU for a small record
+
+
+def test_retry_from_a_new_instance_minutes_later_writes_nothing(
+    store: ss.SessionStore, active: ss.Session, client: Any, table: str,
+    clock: ss.ManualClock, requests: RequestLog,
+) -> None:
+    original = record(store, active.session_id, duration_ms=12)
+    before = scan(client, table)
+    clock.advance(seconds=300)
+    fresh = ss.SessionStore(client, table, clock=clock)
+    requests.reset()
+    again = record(fresh, active.session_id, duration_ms=99)  # another measured duration
+    assert again == original
+    assert requests.counts() == {"TransactWriteItems": 1, "GetItem": 1}
+    assert scan(client, table) == before
+
+
+def test_different_payload_under_the_same_id_conflicts(
+    store: ss.SessionStore, active: ss.Session, client: Any, table: str
+) -> None:
+    original = record(store, active.session_id)
+    before = scan(client, table)
+    for change in ({"input": {"q": "y"}}, {"output": [1, 2.50001]}, {"tool_name": "fetch"},
+                   {"output": [1.0, 2.5]}):  # 1 and 1.0 are different JSON texts
+        with pytest.raises(ss.ToolCallConflict) as err:
+            record(store, active.session_id, **change)
+        assert err.value.stored == original
+    assert scan(client, table) == before
+
+
+def test_key_order_does_not_make_a_conflict(store: ss.SessionStore, active: ss.Session) -> None:
+    a = record(store, active.session_id, input={"a": 1, "b": 2})
+    assert record(store, active.session_id, input={"b": 2, "a": 1}) == a
+
+
+@pytest.mark.parametrize("status", ["initializing", "closing", "closed"])
+def test_refused_unless_active(
+    store: ss.SessionStore, client: Any, table: str, status: str
+) -> None:
+    sid = store.create_session(owner="alice").session_id
+    path = {"initializing": [], "closing": [store.activate, store.begin_close],
+            "closed": [store.activate, store.begin_close, store.close]}[status]
+    for step in path:
+        step(sid, owner="alice")
+    before = scan(client, table)
+    with pytest.raises(ss.SessionNotActive):
+        record(store, sid)
+    assert scan(client, table) == before
+
+
+def test_refused_on_missing_foreign_or_expired(
+    store: ss.SessionStore, active: ss.Session, clock: ss.ManualClock, client: Any, table: str
+) -> None:
+    before = scan(client, table)
+    with pytest.raises(ss.SessionNotFound):
+        record(store, "missing")
+    with pytest.raises(ss.SessionNotFound):
+        record(store, active.session_id, owner="bob")
+    clock.advance(seconds=86400)
+    with pytest.raises(ss.SessionExpired):
+        record(store, active.session_id)
+    assert scan(client, table) == before
+
+
+def test_retry_of_a_recorded_call_after_close_returns_the_original(
+    store: ss.SessionStore, active: ss.Session
+) -> None:
+    original = record(store, active.session_id)
+    store.begin_close(active.session_id, owner="alice")
+    assert record(store, active.session_id) == original
+
+
+def test_lost_response_records_once(
+    store: ss.SessionStore, active: ss.Session, client: Any, table: str
+) -> None:
+    with FaultInjector(client, script=[Fault.LOST_RESPONSE]) as faults:
+        rec = record(store, active.session_id)
+    assert faults.injected[Fault.LOST_RESPONSE] == 1
+    assert [r.tool_call_id for r in store.tool_calls(active.session_id, owner="alice")] == [
+        rec.tool_call_id
+    ]
+
+
+def test_source_design_writes_two_records_for_one_retried_call(
+    store: ss.SessionStore, active: ss.Session, client: Any, table: str, clock: ss.ManualClock
+) -> None:
+    """Defect 1: a fresh timestamp in the sort key; attribute_not_exists never fires."""
+    def now_iso() -> str:
+        return ss.format_timestamp(clock.now_ms())
+
+    for _ in range(2):  # the caller retries after a timeout
+        source_design.record_tool_call(client, active.session_id, "call-1", "search", {}, {}, 5,
+                                       table=table, now_iso=now_iso)
+        clock.advance(ms=250)
+    source_records = [i for i in scan(client, table) if i["sk"]["S"].startswith("tool#")]
+    assert len(source_records) == 2
+    # Defect 10: it also lands on a closed session.
+    store.begin_close(active.session_id, owner="alice")
+    source_design.record_tool_call(client, active.session_id, "call-2", "search", {}, {}, 5,
+                                   table=table, now_iso=now_iso)
+    assert len([i for i in scan(client, table) if i["sk"]["S"].startswith("tool#")]) == 3
+
+
+def test_history_is_in_order_of_first_recording(
+    store: ss.SessionStore, active: ss.Session, clock: ss.ManualClock
+) -> None:
+    ids = ["zeta", "alpha", "mid", "beta"]
+    for call in ids:
+        record(store, active.session_id, call)
+        clock.advance(ms=1)
+    record(store, active.session_id, "alpha")  # a retry keeps its first position
+    session, history = store.load(active.session_id, owner="alice")
+    assert [r.tool_call_id for r in history] == ids
+    assert session.session_id == active.session_id
+    assert [r.tool_call_id for r in store.tool_calls(active.session_id, owner="alice")] == ids
+
+
+def test_history_follows_last_evaluated_key_past_1_mb(
+    store: ss.SessionStore, active: ss.Session, clock: ss.ManualClock, requests: RequestLog
+) -> None:
+    big = "p" * 100_000
+    for n in range(12):  # 12 x ~100 KB > 1 MB: at least two Query pages
+        record(store, active.session_id, f"call-{n:02d}", output=big)
+        clock.advance(ms=1)
+    requests.reset()
+    session, history = store.load(active.session_id, owner="alice")
+    pages = requests.counts()["Query"]
+    print(f"Query pages for 12 x 100 KB records: {pages}")
+    assert pages >= 2
+    assert [r.tool_call_id for r in history] == [f"call-{n:02d}" for n in range(12)]
+    assert all(r.output == big for r in history)
+    assert len(list(store.tool_calls(active.session_id, owner="alice"))) == 12
+
+
+def test_load_refuses_missing_expired_and_foreign(
+    store: ss.SessionStore, active: ss.Session, clock: ss.ManualClock
+) -> None:
+    with pytest.raises(ss.SessionNotFound):
+        store.load("missing")
+    with pytest.raises(ss.SessionNotFound):
+        list(store.tool_calls(active.session_id, owner="bob"))
+    clock.advance(seconds=86400)
+    with pytest.raises(ss.SessionExpired):
+        store.load(active.session_id, owner="alice")
+
+
+@pytest.mark.parametrize("bad", [
+    {"tool_call_id": ""}, {"tool_call_id": "a b"}, {"tool_call_id": "x" * 129},
+    {"tool_name": ""}, {"tool_name": 3}, {"input": float("nan")}, {"output": {1, 2}},
+    {"output": b"raw"}, {"duration_ms": -1}, {"duration_ms": 1.5}, {"ttl_seconds": 0},
+])
+def test_bad_arguments_write_nothing(
+    store: ss.SessionStore, active: ss.Session, client: Any, table: str,
+    requests: RequestLog, bad: dict[str, Any],
+) -> None:
+    args: dict[str, Any] = {"tool_call_id": "ok", "tool_name": "search", "input": {},
+                            "output": {}, "duration_ms": 1}
+    args.update(bad)
+    before = scan(client, table)
+    requests.reset()
+    with pytest.raises(ss.InvalidInput):
+        store.record_tool_call(active.session_id, args.pop("tool_call_id"), **args,
+                               owner="alice")
+    assert requests.count == 0
+    assert scan(client, table) == before
+
+
+def test_oversized_record_is_refused_before_sending(
+    store: ss.SessionStore, active: ss.Session, requests: RequestLog
+) -> None:
+    requests.reset()
+    with pytest.raises(ss.ItemTooLarge):
+        record(store, active.session_id, output="x" * sizing.MAX_ITEM_BYTES)
+    assert requests.count == 0
