@@ -37,6 +37,7 @@ def test_payloads_round_trip_through_the_store(
         rec = store.record_tool_call(active.session_id, f"c{n}", "t", value, [value], 1,
                                      owner="alice")
         assert repr(rec.input) == repr(value)
+        clock.advance(ms=1)  # history is in time order; ties within a millisecond go by id
     _, history = store.load(active.session_id, owner="alice")
     assert [repr(r.input) for r in history] == [repr(v) for v in VALUES]
     assert [repr(r.output) for r in history] == [repr([v]) for v in VALUES]
