@@ -164,7 +164,7 @@ def test_history_follows_last_evaluated_key_past_1_mb(
         record(store, active.session_id, f"call-{n:02d}", output=big)
         clock.advance(ms=1)
     requests.reset()
-    session, history = store.load(active.session_id, owner="alice")
+    _session, history = store.load(active.session_id, owner="alice")
     pages = requests.counts()["Query"]
     print(f"Query pages for 12 x 100 KB records: {pages}")
     assert pages >= 2
