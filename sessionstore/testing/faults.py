@@ -8,6 +8,12 @@
 
 Faults are chosen by a seeded RNG per request (``rates``) or scripted (``script``: a list of
 faults for the next requests, ``None`` meaning "let it through").
+
+Counters: ``injected`` (per fault, all threads), ``passed`` (requests let through),
+``by_operation`` (faults per DynamoDB operation) and ``injected_in_thread()`` (the calling
+thread's own faults, so a worker sharing the client with other threads can tell whether *its*
+call met a lost response). ``after_lost`` runs after a lost request was applied and before the
+caller sees the error -- the place to slip in a rival write.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import json
 import random
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any
 
@@ -34,7 +40,11 @@ class Fault(enum.Enum):
 
 
 _ERROR_BODIES = {
-    Fault.THROTTLE: (400, "ThrottlingException", "Rate of requests exceeds the allowed throughput."),
+    Fault.THROTTLE: (
+        400,
+        "ThrottlingException",
+        "Rate of requests exceeds the allowed throughput.",
+    ),
     Fault.THROTTLE_PROVISIONED: (
         400,
         "ProvisionedThroughputExceededException",
@@ -63,6 +73,7 @@ class FaultInjector:
         script: Iterable[Fault | None] = (),
         operations: Iterable[str] | None = None,
         seed: int = 0,
+        after_lost: Callable[[str], None] | None = None,
     ) -> None:
         self._client = client
         self._rates = dict(rates or {})
@@ -73,7 +84,22 @@ class FaultInjector:
         self._http = URLLib3Session()
         self.injected: Counter[Fault] = Counter()
         self.passed = 0
+        self.by_operation: Counter[tuple[str, Fault]] = Counter()
+        self._after_lost = after_lost
+        self._local = threading.local()
         self._attached = False
+
+    def injected_in_thread(self) -> Counter[Fault]:
+        """Faults injected into requests sent by the calling thread (a copy)."""
+        mine: Counter[Fault] | None = getattr(self._local, "injected", None)
+        return Counter(mine) if mine is not None else Counter()
+
+    def summary(self) -> dict[str, int]:
+        """``{"passed": n, "lost_response": n, ...}``: every kind, zeros included."""
+        with self._lock:
+            out = {"passed": self.passed}
+            out.update({fault.value: self.injected[fault] for fault in Fault})
+            return out
 
     def _choose(self, operation: str) -> Fault | None:
         if self._operations is not None and operation not in self._operations:
@@ -97,17 +123,25 @@ class FaultInjector:
             return None
         with self._lock:
             self.injected[fault] += 1
+            self.by_operation[(operation, fault)] += 1
+        mine: Counter[Fault] | None = getattr(self._local, "injected", None)
+        if mine is None:
+            mine = self._local.injected = Counter()
+        mine[fault] += 1
         if fault is Fault.LOST_RESPONSE:
             self._http.send(request)  # the engine applies it...
+            if self._after_lost is not None:
+                self._after_lost(operation)
             raise ReadTimeoutError(endpoint_url=request.url)  # ...the caller never hears back
         status, code, message = _ERROR_BODIES[fault]
-        body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": message})
-        return AWSResponse(
-            request.url,
-            status,
-            {"Content-Type": "application/x-amz-json-1.0", "x-amzn-RequestId": "injected"},
-            _Raw(body.encode()),  # type: ignore[arg-type]
+        body = json.dumps(
+            {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": message}
         )
+        headers: Any = {
+            "Content-Type": "application/x-amz-json-1.0",
+            "x-amzn-RequestId": "injected",
+        }
+        return AWSResponse(request.url, status, headers, _Raw(body.encode()))
 
     def attach(self) -> FaultInjector:
         if not self._attached:
