@@ -1,0 +1,619 @@
+"""A bounded concurrency soak: many workers, a few shared sessions, every acknowledgement audited.
+
+Each worker (a thread sharing a store, or a process with its own) first tries to create every
+shared session, then runs a seeded random mix of ``transition``, ``update_status``,
+``append_context``, ``record_tool_call`` (tool_call_ids drawn from a small shared pool, so the
+same id is recorded by several workers at once), ``get_session`` and ``load``. It logs one event
+per call: what it asked, what it was acknowledged (the returned Session or record) or which error
+it got, and whether a lost response was injected into that very call (``ambiguous``: the write
+may have landed although the call raised).
+
+``audit(events, items)`` then compares the acknowledgements with the table:
+
+* every acknowledged append's messages are in the context exactly once, contiguously, and no
+  message of a definitely-refused append is there (losses, duplicates, phantoms);
+* ``version == 1 + appends that landed + status changes``; status changes are counted from the
+  statuses the session is known to have held (the lifecycle is acyclic, so each status is
+  entered at most once);
+* exactly one record (and one guard) per tool_call_id; the history is the union of the
+  acknowledged ids; every acknowledged call returned the stored record;
+* no forbidden move: what each worker observed, in its own program order, only moves forward
+  in the lifecycle, and the final status is reachable from every status acknowledged to anyone.
+
+Loops are bounded in count *and* time. ``python -m sessionstore.testing.soak`` runs one worker
+process: it prints ``ready``, waits for a line on stdin, runs, and prints its report as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer
+
+from ..errors import (
+    InvalidTransition,
+    SessionNotActive,
+    SessionStoreError,
+    ToolCallConflict,
+    Unavailable,
+    VersionConflict,
+)
+from ..models import Session, ToolCallRecord
+from ..status import TRANSITIONS, Status
+from .faults import Fault, FaultInjector
+
+_DESER = TypeDeserializer()
+
+OPS: dict[str, int] = {  # weights of the random mix
+    "append_context": 38,
+    "record_tool_call": 26,
+    "transition": 14,
+    "update_status": 10,
+    "get_session": 6,
+    "load": 6,
+}
+#: Targets before and after the "closing phase" (``close_after`` of a worker's operations).
+EARLY_TARGETS = [Status.ACTIVE] * 8 + [Status.INITIALIZING, Status.CLOSED]
+LATE_TARGETS = [Status.ACTIVE] * 2 + [Status.INITIALIZING] + [Status.CLOSING] * 3 + [
+    Status.CLOSED
+] * 3
+
+
+@dataclass(frozen=True)
+class SoakPlan:
+    table: str
+    session_ids: tuple[str, ...]
+    ops: int = 40  # per worker, creates not included
+    deadline_s: float = 20.0  # per worker
+    tool_ids: int = 10  # tool_call_ids per session, shared by every worker
+    close_after: float = 0.7
+    conflicting_payloads: float = 0.05  # share of record calls that send a different payload
+    seed: int = 0
+    fault_rates: dict[str, float] = field(default_factory=dict)  # Fault.value -> rate
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> SoakPlan:
+        raw = json.loads(text)
+        raw["session_ids"] = tuple(raw["session_ids"])
+        return cls(**raw)
+
+    def injector_rates(self) -> dict[Fault, float]:
+        return {Fault(k): v for k, v in self.fault_rates.items()}
+
+
+def reachable(status: Status) -> set[Status]:
+    """``status`` and every status the lifecycle table can lead to from it."""
+    seen = {status}
+    todo = [status]
+    while todo:
+        for nxt in TRANSITIONS[todo.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def tool_payload(session_id: str, n: int, variant: str | None = None) -> dict[str, Any]:
+    """The canonical payload of tool call ``n`` (a variant differs only in ``output``)."""
+    output: dict[str, Any] = {"ok": True, "square": n * n, "ratio": n / 7}
+    if variant is not None:
+        output["variant"] = variant
+    return {
+        "tool_call_id": f"{session_id}.call-{n:03d}",
+        "tool_name": f"tool-{n % 3}",
+        "input": {"n": n, "text": f"caf\u00e9 #{n}", "float": 0.1 * n},
+        "output": output,
+        "duration_ms": n,
+    }
+
+
+def _session_fields(session: Session) -> dict[str, Any]:
+    return {"version": session.version, "status": session.status.value}
+
+
+def _record_fields(record: ToolCallRecord) -> dict[str, Any]:
+    return {
+        "tool_call_id": record.tool_call_id,
+        "tool_name": record.tool_name,
+        "input": record.input,
+        "output": record.output,
+        "duration_ms": record.duration_ms,
+        "recorded_at": record.recorded_at,
+    }
+
+
+def run_worker(
+    store: Any,
+    plan: SoakPlan,
+    worker: str,
+    *,
+    injector: FaultInjector | None = None,
+    report_faults: bool = True,
+) -> dict[str, Any]:
+    """One worker's share of the soak; returns its report (JSON-serialisable).
+
+    ``injector`` (attached to the store's client) tells which calls met a lost response;
+    its totals go into the report unless ``report_faults`` is false (an injector shared by
+    several threads is reported once, by the caller)."""
+    rng = random.Random(f"{plan.seed}/{worker}")
+    events: list[dict[str, Any]] = []
+    stop = time.monotonic() + plan.deadline_s
+    started = time.monotonic()
+
+    def call(op: str, sid: str, fn: Any, *args: Any, **info: Any) -> Any:
+        lost_before = injector.injected_in_thread()[Fault.LOST_RESPONSE] if injector else 0
+        event: dict[str, Any] = {"op": op, "sid": sid, "seq": len(events), **info}
+        result: Any = None
+        try:
+            result = fn(*args)
+            event["ok"] = True
+        except SessionStoreError as exc:
+            event["ok"] = False
+            event["error"] = type(exc).__name__
+            if isinstance(exc, InvalidTransition | SessionNotActive):
+                event["current"] = exc.current.value
+            if isinstance(exc, VersionConflict):
+                event["current"] = exc.current.status.value
+                event["current_version"] = exc.current.version
+            if isinstance(exc, Unavailable):
+                event["maybe_applied"] = exc.maybe_applied
+            if isinstance(exc, ToolCallConflict):
+                event["stored"] = _record_fields(exc.stored)
+        except Exception as exc:  # the soak counts these; there must be none
+            event["ok"] = False
+            event["error"] = type(exc).__name__
+            event["untyped"] = repr(exc)[:500]
+        if injector is not None:
+            lost = injector.injected_in_thread()[Fault.LOST_RESPONSE] - lost_before
+            event["ambiguous"] = lost > 0
+        if isinstance(result, Session):
+            event.update(_session_fields(result))
+        elif isinstance(result, ToolCallRecord):
+            event["record"] = _record_fields(result)
+        elif isinstance(result, tuple):  # load
+            session, records = result
+            event.update(_session_fields(session))
+            event["records"] = [r.tool_call_id for r in records]
+            event["context_len"] = len(session.context)
+        events.append(event)
+        return result
+
+    order = list(plan.session_ids)
+    rng.shuffle(order)
+    for sid in order:
+        if time.monotonic() > stop:
+            break
+        call("create_session", sid, lambda s: store.create_session(s), sid)
+
+    names = list(OPS)
+    weights = [OPS[n] for n in names]
+    for i in range(plan.ops):
+        if time.monotonic() > stop:
+            break
+        sid = rng.choice(plan.session_ids)
+        op = rng.choices(names, weights)[0]
+        late = i >= plan.ops * plan.close_after
+        if op in ("transition", "update_status"):
+            targets = LATE_TARGETS if late else EARLY_TARGETS
+            if not late and sid == plan.session_ids[-1]:
+                targets = [*targets, Status.CLOSING]  # one session may skip "active"
+            to = rng.choice(targets)
+            fn = store.transition if op == "transition" else store.update_status
+            call(op, sid, fn, sid, to, to=to.value)
+        elif op == "append_context":
+            messages = [
+                {"m": f"{worker}/{i}/{k}", "x": rng.random()} for k in range(rng.randint(1, 3))
+            ]
+            call(op, sid, store.append_context, sid, messages,
+                 msgs=[m["m"] for m in messages])
+        elif op == "record_tool_call":
+            n = rng.randrange(plan.tool_ids)
+            variant = worker if rng.random() < plan.conflicting_payloads else None
+            p = tool_payload(sid, n, variant)
+            call(op, sid, store.record_tool_call, sid, p["tool_call_id"], p["tool_name"],
+                 p["input"], p["output"], p["duration_ms"],
+                 tool_call_id=p["tool_call_id"], variant=variant)
+        elif op == "get_session":
+            call(op, sid, store.get_session, sid)
+        else:
+            call(op, sid, store.load, sid)
+
+    report: dict[str, Any] = {
+        "worker": worker,
+        "events": events,
+        "elapsed_s": round(time.monotonic() - started, 3),
+        "timed_out": time.monotonic() > stop,
+    }
+    if injector is not None and report_faults:
+        report["faults"] = injector.summary()
+    return report
+
+
+# ---------------------------------------------------------------------------------- audit
+
+
+@dataclass
+class SoakResult:
+    workers: int = 0
+    operations: int = 0
+    acknowledged: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    by_operation: Counter[str] = field(default_factory=Counter)
+    faults: Counter[str] = field(default_factory=Counter)
+    ambiguous_calls: int = 0
+    applied_but_refused: int = 0
+    untyped_exceptions: int = 0
+    duplicates: int = 0
+    losses: int = 0
+    phantoms: int = 0
+    version_mismatches: int = 0
+    forbidden: int = 0
+    record_mismatches: int = 0
+    acked_messages: int = 0
+    stored_messages: int = 0
+    tool_records: int = 0
+    final_status: dict[str, str] = field(default_factory=dict)
+    final_version: dict[str, int] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+    timed_out_workers: int = 0
+    violations: list[str] = field(default_factory=list)
+
+    def figures(self) -> dict[str, Any]:
+        out = {k: v for k, v in vars(self).items() if not isinstance(v, Counter | list)}
+        out["violations"] = len(self.violations)
+        for key in ("errors", "by_operation", "faults"):
+            out[key] = dict(sorted(getattr(self, key).items()))
+        out["final_status"] = dict(self.final_status)
+        out["final_version"] = dict(self.final_version)
+        return out
+
+    def __str__(self) -> str:
+        lines = [f"soak: {json.dumps(self.figures(), sort_keys=True)}"]
+        lines += [f"  VIOLATION: {v}" for v in self.violations[:50]]
+        return "\n".join(lines)
+
+
+def _python(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: _DESER.deserialize(v) for k, v in item.items()}
+
+
+def audit(
+    reports: Sequence[dict[str, Any]],
+    items: Iterable[dict[str, Any]],
+    *,
+    faults: dict[str, int] | None = None,
+) -> SoakResult:
+    """Check every worker's acknowledgements against the table's raw items (a full Scan).
+
+    ``faults``: totals of an injector shared by threads (whose reports carry none)."""
+    result = SoakResult(workers=len(reports))
+    result.faults.update(faults or {})
+    bad = result.violations
+    meta: dict[str, dict[str, Any]] = {}
+    records: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    guards: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for raw in items:
+        item = _python(raw)
+        sid = str(item["pk"]).removeprefix("session#")
+        sk = str(item["sk"])
+        if sk == "metadata":
+            meta[sid] = item
+        elif sk.startswith("toolid#"):
+            guards[sid].append(item)
+        elif sk.startswith("tool#"):
+            records[sid].append(item)
+        else:
+            bad.append(f"unexpected item {sid}/{sk}")
+
+    events_by_sid: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    for report in reports:
+        result.elapsed_s = max(result.elapsed_s, float(report.get("elapsed_s", 0)))
+        result.timed_out_workers += bool(report.get("timed_out"))
+        for kind, n in report.get("faults", {}).items():
+            result.faults[kind] += int(n)
+        for event in report["events"]:
+            result.operations += 1
+            result.by_operation[event["op"]] += 1
+            events_by_sid[event["sid"]].append((report["worker"], event))
+            if event["ok"]:
+                result.acknowledged += 1
+            else:
+                result.errors[event["error"]] += 1
+            if "untyped" in event:
+                result.untyped_exceptions += 1
+                bad.append(f"untyped exception from {event['op']}: {event['untyped']}")
+            if event.get("ambiguous") and not event["ok"]:
+                result.ambiguous_calls += 1
+        _check_program_order(report, bad, result)
+
+    for sid in sorted(set(events_by_sid) | set(meta)):
+        _audit_session(sid, meta.get(sid), records[sid], guards[sid], events_by_sid[sid], result)
+    return result
+
+
+def _may_have_landed(event: dict[str, Any]) -> bool:
+    """A call that raised but may still have been applied (its response was lost)."""
+    return bool(event.get("ambiguous")) or bool(event.get("maybe_applied"))
+
+
+def _landed_despite_error(event: dict[str, Any], what: str, result: SoakResult) -> None:
+    """A failed call whose write is in the table. Honest only as ``Unavailable``
+    (``maybe_applied``); any other error tells the caller "not done" about a done write."""
+    if not _may_have_landed(event):
+        result.phantoms += 1
+        result.violations.append(f"{what}: refused ({event['error']}) but applied anyway")
+    elif event["error"] != "Unavailable":
+        result.applied_but_refused += 1
+        result.violations.append(
+            f"{what}: applied (its response was lost) but reported as {event['error']}"
+        )
+
+
+def _check_program_order(report: dict[str, Any], bad: list[str], result: SoakResult) -> None:
+    """A worker's own observations of one session never move backwards (versions, statuses)."""
+    last: dict[str, tuple[int, Status]] = {}
+    for event in report["events"]:
+        status_text = event.get("status") if event["ok"] else event.get("current")
+        if status_text is None:
+            continue
+        status = Status(status_text)
+        version = int(event.get("version", event.get("current_version", 0)))
+        sid = event["sid"]
+        if sid in last:
+            v0, s0 = last[sid]
+            if status not in reachable(s0):
+                result.forbidden += 1
+                bad.append(f"{report['worker']} saw {sid} go {s0.value} -> {status.value}")
+            if version and version < v0:
+                bad.append(f"{report['worker']} saw {sid} version go {v0} -> {version}")
+            version = max(version, v0)
+        last[sid] = (version, status)
+
+
+def _audit_session(
+    sid: str,
+    item: dict[str, Any] | None,
+    records: list[dict[str, Any]],
+    guards: list[dict[str, Any]],
+    events: list[tuple[str, dict[str, Any]]],
+    result: SoakResult,
+) -> None:
+    bad = result.violations
+    creates = [e for _, e in events if e["op"] == "create_session"]
+    acked_creates = [e for e in creates if e["ok"]]
+    if item is None:
+        if acked_creates:
+            result.losses += 1
+            bad.append(f"{sid}: creation acknowledged but no session")
+        return
+    if len(acked_creates) > 1:
+        result.duplicates += len(acked_creates) - 1
+        bad.append(f"{sid}: creation acknowledged {len(acked_creates)} times")
+    if not acked_creates:
+        landed = [e for e in creates if _may_have_landed(e)] or creates[:1]
+        if landed:
+            _landed_despite_error(landed[0], f"{sid}: create", result)
+        else:
+            result.phantoms += 1
+            bad.append(f"{sid}: exists but nobody tried to create it")
+
+    final = Status(item["status"])
+    version = int(item["version"])
+    result.final_status[sid] = final.value
+    result.final_version[sid] = version
+
+    # ---- context: exactly the acknowledged messages, each once, each batch contiguous
+    context = [json.loads(text)["m"] for text in item.get("context", [])]
+    result.stored_messages += len(context)
+    counts = Counter(context)
+    dupes = sum(n - 1 for n in counts.values())
+    if dupes:
+        result.duplicates += dupes
+        bad.append(f"{sid}: {dupes} duplicated context messages")
+    position = {m: i for i, m in enumerate(context)}
+    landed_appends = 0
+    known: set[str] = set()
+    for _, e in events:
+        if e["op"] != "append_context":
+            continue
+        msgs: list[str] = e["msgs"]
+        known.update(msgs)
+        present = [m in position for m in msgs]
+        if e["ok"]:
+            result.acked_messages += len(msgs)
+        if all(present):
+            landed_appends += 1
+            start = position[msgs[0]]
+            if [position[m] for m in msgs] != list(range(start, start + len(msgs))):
+                bad.append(f"{sid}: batch {msgs} not contiguous in the context")
+        elif any(present):
+            bad.append(f"{sid}: batch {msgs} partly applied")
+        if e["ok"] and not all(present):
+            result.losses += present.count(False)
+            bad.append(f"{sid}: acknowledged messages {msgs} missing")
+        if not e["ok"] and any(present):
+            _landed_despite_error(e, f"{sid}: append {msgs}", result)
+    strangers = set(context) - known
+    if strangers:
+        result.phantoms += len(strangers)
+        bad.append(f"{sid}: messages nobody sent: {sorted(strangers)[:5]}")
+
+    # ---- tool records: one per id, the union of what was acknowledged, as acknowledged
+    result.tool_records += len(records)
+    by_id: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for record in records:
+        by_id[str(record["toolCallId"])].append(record)
+    guard_ids = Counter(str(g["toolCallId"]) for g in guards)
+    for tool_id, same in by_id.items():
+        if len(same) > 1:
+            result.duplicates += len(same) - 1
+            bad.append(f"{sid}: {len(same)} records for tool call {tool_id}")
+    if set(guard_ids) != set(by_id):
+        bad.append(f"{sid}: guards {sorted(guard_ids)} != records {sorted(by_id)}")
+    acked_ids: set[str] = set()
+    failed: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for _, e in events:
+        if e["op"] != "record_tool_call":
+            continue
+        tool_id = e["tool_call_id"]
+        if e["ok"]:
+            acked_ids.add(tool_id)
+            stored = by_id.get(tool_id)
+            if not stored:
+                result.losses += 1
+                bad.append(f"{sid}: acknowledged tool call {tool_id} has no record")
+                continue
+            want = _stored_fields(stored[0])
+            if e["record"] != want:
+                result.record_mismatches += 1
+                bad.append(f"{sid}: {tool_id} acknowledged as {e['record']}, stored {want}")
+        else:
+            failed[tool_id].append(e)
+        if not e["ok"] and e["error"] == "ToolCallConflict":
+            stored = by_id.get(tool_id)
+            sent = tool_payload(sid, int(tool_id.rsplit("-", 1)[1]), e.get("variant"))
+            if not stored or (
+                _stored_fields(stored[0])["output"] == sent["output"]
+                and _stored_fields(stored[0])["input"] == sent["input"]
+            ):
+                result.record_mismatches += 1
+                bad.append(f"{sid}: ToolCallConflict for {tool_id} with the stored payload")
+    for tool_id in sorted(set(by_id) - acked_ids):
+        tries = failed.get(tool_id, [])
+        landed = [e for e in tries if _may_have_landed(e)] or tries[:1]
+        if landed:
+            _landed_despite_error(landed[0], f"{sid}: tool call {tool_id}", result)
+        else:
+            result.phantoms += 1
+            bad.append(f"{sid}: record {tool_id} that nobody sent")
+
+    # ---- lifecycle: statuses held, reachability, version accounting
+    held = {Status.INITIALIZING, final}
+    for _, e in events:
+        if e["ok"] and "status" in e:
+            held.add(Status(e["status"]))
+        if not e["ok"] and "current" in e:
+            held.add(Status(e["current"]))
+        if e["ok"] and e["op"] in ("transition", "update_status"):
+            held.add(Status(e["to"]))
+        if e["ok"] and e["op"] in ("append_context", "record_tool_call"):
+            held.add(Status.ACTIVE)
+    if context or records:
+        held.add(Status.ACTIVE)
+    if Status.CLOSED in held:
+        held.add(Status.CLOSING)
+    for status in held:
+        if final not in reachable(status):
+            result.forbidden += 1
+            bad.append(f"{sid}: held {status.value}, but now {final.value}")
+    if final is Status.INITIALIZING and (context or records):
+        result.forbidden += 1
+        bad.append(f"{sid}: initializing with context or records (went back from active)")
+    changes = len(held) - 1
+    # Unknown only if the session may have passed through "active" unseen: an activation whose
+    # response was lost.
+    slack = int(
+        Status.ACTIVE not in held
+        and final in (Status.CLOSING, Status.CLOSED)
+        and any(
+            e.get("to") == Status.ACTIVE.value and not e["ok"] and _may_have_landed(e)
+            for _, e in events
+        )
+    )
+    if not changes <= version - 1 - landed_appends <= changes + slack:
+        result.version_mismatches += 1
+        bad.append(
+            f"{sid}: version {version} != 1 + {landed_appends} appends + {changes} status "
+            f"changes (held {sorted(s.value for s in held)})"
+        )
+
+
+def _stored_fields(item: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "tool_call_id": item["toolCallId"],
+        "tool_name": item["toolName"],
+        "input": json.loads(item["input"]),
+        "output": json.loads(item["output"]),
+        "duration_ms": int(item["durationMs"]),
+        "recorded_at": item["recordedAt"],
+    }
+
+
+def scan_table(client: Any, table: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+    while True:
+        page = client.scan(**kwargs)
+        items.extend(page["Items"])
+        if "LastEvaluatedKey" not in page:
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+# ---------------------------------------------------------------------------------- running
+
+
+def run_threads(
+    store: Any, plan: SoakPlan, threads: int, *, injector: FaultInjector | None = None,
+    prefix: str = "t", barrier: threading.Barrier | None = None,
+) -> list[dict[str, Any]]:
+    """``threads`` workers sharing ``store`` (and its client); joined with a timeout.
+    The shared injector's totals are not in the reports: pass them to ``audit``."""
+    reports: list[dict[str, Any]] = []
+    lock = threading.Lock()
+
+    def work(n: int) -> None:
+        if barrier is not None:
+            barrier.wait(timeout=plan.deadline_s)
+        report = run_worker(store, plan, f"{prefix}{n}", injector=injector, report_faults=False)
+        with lock:
+            reports.append(report)
+
+    pool = [threading.Thread(target=work, args=(n,), daemon=True) for n in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join(timeout=plan.deadline_s + 120)
+    return reports
+
+
+def main(argv: list[str] | None = None) -> int:
+    """One worker process: ``python -m sessionstore.testing.soak ENDPOINT WORKER PLAN_JSON``."""
+    from ..client import connect
+    from ..store import SessionStore
+
+    parser = argparse.ArgumentParser(prog="python -m sessionstore.testing.soak")
+    parser.add_argument("endpoint")
+    parser.add_argument("worker")
+    parser.add_argument("plan", help="SoakPlan as JSON")
+    parser.add_argument("--no-wait", action="store_true", help="start without waiting for stdin")
+    args = parser.parse_args(argv)
+    plan = SoakPlan.from_json(args.plan)
+    client = connect(args.endpoint)
+    store = SessionStore(client, plan.table)
+    injector = None
+    if plan.fault_rates:
+        seed = random.Random(f"{plan.seed}/{args.worker}").randrange(2**32)
+        injector = FaultInjector(client, rates=plan.injector_rates(), seed=seed).attach()
+    if not args.no_wait:
+        print("ready", flush=True)
+        sys.stdin.readline()
+    report = run_worker(store, plan, args.worker, injector=injector)
+    print(json.dumps(report), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,175 @@
+"""Concurrency soak: threads and processes against one embedded engine, every ack audited.
+
+The fast variants run in ``make test``; the ``soak``-marked ones (``make soak``) run longer.
+Figures are printed (visible with ``-s``, which ``make soak`` sets) and recorded as junit
+properties (``record_property``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+
+import sessionstore as ss
+from sessionstore.local import LocalDynamoDB
+from sessionstore.testing import Fault, FaultInjector
+from sessionstore.testing.soak import SoakPlan, SoakResult, audit, run_threads, scan_table
+
+FAULTS = {Fault.LOST_RESPONSE.value: 0.1, Fault.THROTTLE.value: 0.1}
+_tables = itertools.count(1)
+
+
+def _soak(
+    engine: LocalDynamoDB,
+    *,
+    threads: int,
+    processes: int,
+    sessions: int,
+    ops: int,
+    deadline_s: float,
+    faults: dict[str, float] | None = None,
+    seed: int = 1,
+) -> SoakResult:
+    endpoint = engine.endpoint_url
+    admin = ss.connect(endpoint)
+    table = f"soak{next(_tables)}"
+    ss.SessionStore(admin, table).create_table()
+    plan = SoakPlan(
+        table=table,
+        session_ids=tuple(f"soak-{i}" for i in range(sessions)),
+        ops=ops,
+        deadline_s=deadline_s,
+        seed=seed,
+        fault_rates=dict(faults or {}),
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "sessionstore.testing.soak", endpoint, f"p{i}",
+             plan.to_json()],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for i in range(processes)
+    ]
+    try:
+        for proc in procs:  # every process is connected before anybody starts
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        client = ss.connect(endpoint)  # one client and one store shared by all the threads
+        store = ss.SessionStore(client, table)
+        injector = (
+            FaultInjector(client, rates=plan.injector_rates(), seed=seed).attach()
+            if faults else None
+        )
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        reports = run_threads(store, plan, threads, injector=injector)
+        assert len(reports) == threads, "a thread did not finish"
+        for proc in procs:
+            out, err = proc.communicate(timeout=deadline_s + 60)
+            assert proc.returncode == 0, err[-2000:]
+            reports.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    if injector is not None:
+        injector.detach()
+    return audit(reports, scan_table(admin, table),
+                 faults=injector.summary() if injector else None)
+
+
+def _check(result: SoakResult, record_property: Any, *, faults: bool) -> None:
+    print(result)
+    record_property("soak", json.dumps(result.figures(), sort_keys=True))
+    assert result.violations == []
+    assert (result.untyped_exceptions, result.duplicates, result.losses, result.phantoms) == (
+        0, 0, 0, 0
+    )
+    assert result.version_mismatches == result.forbidden == result.record_mismatches == 0
+    # The soak did what it claims: every kind of call, contention, duplicate tool_call_ids.
+    assert set(result.by_operation) >= {
+        "create_session", "transition", "update_status", "append_context", "record_tool_call"
+    }
+    assert result.errors["SessionAlreadyExists"] > 0
+    assert result.acked_messages > 0 and result.tool_records > 0
+    assert result.acked_messages == result.stored_messages or faults
+    if faults:
+        assert result.faults["lost_response"] > 0 and result.faults["throttle"] > 0
+
+
+def _fast_or_skip(start: float, budget_s: float) -> None:
+    elapsed = time.monotonic() - start
+    print(f"soak wall time {elapsed:.1f}s (budget {budget_s}s)")
+    assert elapsed < budget_s * 3, "far over budget: the machine is overloaded or something hangs"
+
+
+def test_soak_fast(engine: LocalDynamoDB, record_property: Any) -> None:
+    """8 threads + 4 processes, 6 shared sessions, no faults; about 10 s."""
+    start = time.monotonic()
+    result = _soak(engine, threads=8, processes=4, sessions=6, ops=30, deadline_s=12)
+    _check(result, record_property, faults=False)
+    _fast_or_skip(start, 20)
+
+
+def test_soak_fast_with_lost_responses_and_throttles(
+    engine: LocalDynamoDB, record_property: Any
+) -> None:
+    """The same with 10 % lost responses and 10 % throttles on every client."""
+    start = time.monotonic()
+    result = _soak(engine, threads=8, processes=4, sessions=6, ops=25, deadline_s=14,
+                   faults=FAULTS, seed=2)
+    _check(result, record_property, faults=True)
+    _fast_or_skip(start, 25)
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("faults", [None, FAULTS], ids=["clean", "faults"])
+def test_soak_long(
+    engine: LocalDynamoDB, record_property: Any, faults: dict[str, float] | None
+) -> None:
+    """``make soak``: 12 threads + 6 processes, 8 sessions, up to 400 calls each, 120 s cap."""
+    result = _soak(engine, threads=12, processes=6, sessions=8, ops=400, deadline_s=120,
+                   faults=faults, seed=3)
+    _check(result, record_property, faults=faults is not None)
+
+
+def test_audit_catches_losses_duplicates_and_forbidden_moves() -> None:
+    """The auditor itself: feed it a doctored table and hand-made acknowledgements."""
+    from boto3.dynamodb.types import TypeSerializer
+
+    ser = TypeSerializer()
+
+    def item(**attrs: Any) -> dict[str, Any]:
+        return {k: ser.serialize(v) for k, v in attrs.items()}
+
+    events = [
+        {"op": "create_session", "sid": "a", "seq": 0, "ok": True, "version": 1,
+         "status": "initializing"},
+        {"op": "transition", "sid": "a", "seq": 1, "ok": True, "to": "active", "version": 2,
+         "status": "active"},
+        {"op": "append_context", "sid": "a", "seq": 2, "ok": True, "msgs": ["m1"],
+         "version": 3, "status": "active"},
+        {"op": "append_context", "sid": "a", "seq": 3, "ok": True, "msgs": ["m2"],
+         "version": 4, "status": "active"},
+        {"op": "transition", "sid": "a", "seq": 4, "ok": False, "error": "InvalidTransition",
+         "to": "active", "current": "closed"},
+    ]
+    table = [
+        # m2 lost, m1 duplicated, version off, and back in "initializing" after "active"
+        item(pk="session#a", sk="metadata", version=9, status="initializing",
+             context=['{"m":"m1"}', '{"m":"m1"}']),
+    ]
+    result = audit([{"worker": "w", "events": events}], table)
+    assert (result.losses, result.duplicates) == (1, 1)
+    assert result.version_mismatches == 1
+    assert result.forbidden >= 2  # active -> initializing, and closed -> initializing
+    assert Counter(result.errors) == {"InvalidTransition": 1}
