@@ -185,14 +185,13 @@ def _rival(engine: LocalDynamoDB, table: str, clock: ss.ManualClock) -> ss.Sessi
     return ss.SessionStore(ss.connect(engine.endpoint_url), table, clock=clock)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "store bug: transition() proves a lost attempt landed only through the single `lastTx` "
-    "attribute; a rival transition overwrites it, and the landed activation is reported as "
-    "InvalidTransition(closing -> active)"))
 def test_lost_transition_is_never_reported_as_refused(
     engine: LocalDynamoDB, client: Any, table: str, clock: ss.ManualClock,
     store: ss.SessionStore,
 ) -> None:
+    """Found by this harness: transition() proved a landed attempt only through one `lastTx`
+    attribute, which a rival transition overwrote, so the landed activation was reported as
+    InvalidTransition(closing -> active). Fixed in the store: a token per target status."""
     sid = store.create_session(owner="alice").session_id
     rival = _rival(engine, table, clock)
     with FaultInjector(client, script=[Fault.LOST_RESPONSE],
@@ -210,14 +209,14 @@ def test_lost_transition_is_never_reported_as_refused(
     ), repr(outcome)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "store bug: when >= RING_SIZE (16) versioned writes land between a lost attempt and "
-    "botocore's internal retry, the token ring no longer shows the attempt, `uncertain_since` "
-    "was never set (botocore hid the timeout), and append_context applies the messages again"))
 def test_lost_append_is_not_duplicated_when_the_ring_is_overrun(
     engine: LocalDynamoDB, client: Any, table: str, clock: ss.ManualClock,
     store: ss.SessionStore, active: ss.Session,
 ) -> None:
+    """Found by this harness: with >= RING_SIZE (16) versioned writes between a lost attempt
+    and botocore's own retry, the ring no longer showed the attempt, the store never knew it
+    was ambiguous (botocore hid the timeout), and the append landed twice. Fixed in the store:
+    a needs-retry hook marks the call ambiguous, and the overrun becomes Unavailable."""
     sid = active.session_id
     rival = _rival(engine, table, clock)
 
