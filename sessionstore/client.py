@@ -50,7 +50,8 @@ def connect(
     loopback endpoint with nothing configured -- never for a real one.
     """
     endpoint = endpoint_url or configured_endpoint()
-    config = Config(retries={"mode": "standard", "max_attempts": max_attempts})
+    # total_max_attempts counts the first attempt; botocore's "max_attempts" key does not.
+    config = Config(retries={"mode": "standard", "total_max_attempts": max_attempts})
     if "config" in client_kwargs:
         config = config.merge(client_kwargs.pop("config"))
     session = boto3.session.Session()

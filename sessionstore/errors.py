@@ -82,6 +82,14 @@ class VersionConflict(SessionStoreError):
 class ConflictRetriesExhausted(VersionConflict):
     """Automatic retries on version conflicts ran out (heavy contention on one session)."""
 
+    def __init__(self, session_id: str, expected: int, current: Session, attempts: int) -> None:
+        super().__init__(session_id, expected, current)
+        self.args = (
+            f"session {session_id!r}: gave up after {attempts} attempts; the last expected "
+            f"version {expected}, found {current.version}",
+        )
+        self.attempts = attempts
+
 
 class ToolCallConflict(SessionStoreError):
     """The tool_call_id is already recorded with a different name, input or output."""
@@ -119,8 +127,11 @@ class TableNotFound(SessionStoreError):
 class Unavailable(SessionStoreError):
     """DynamoDB could not be reached or kept throttling after every retry.
 
-    ``maybe_applied`` is true when a write may have landed before the connection failed; the
-    operations of this package are safe to call again in that case.
+    ``maybe_applied`` is true when a write may have landed although no response came back
+    (the store has already re-sent it with the same token to settle that). Calling again is safe
+    for transitions, ``update_status``, ``record_tool_call`` and ``append_context`` *with*
+    ``expected_version`` (a duplicate shows up as a no-op, the stored record or a
+    ``VersionConflict``); an append without ``expected_version`` could land twice.
     """
 
     def __init__(self, message: str, *, maybe_applied: bool) -> None:

@@ -11,10 +11,15 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-from botocore.exceptions import ClientError, HTTPClientError
+from botocore.exceptions import (
+    ClientError,
+    ConnectionClosedError,
+    HTTPClientError,
+    ReadTimeoutError,
+)
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from . import codec, schema, sizing
@@ -51,6 +56,22 @@ _THROTTLES = {
 }
 _SERVER_ERRORS = {"InternalServerError", "ServiceUnavailable", "InternalFailure"}
 _MAX_TTL_SECONDS = 366 * 86400 * 10  # ten years: anything longer is a units mistake
+_READS = frozenset({"get_item", "query"})
+#: When botocore's own retries give up on a write whose outcome is unknown, re-send it (same
+#: token) at most this many times to settle the outcome. Anything else fails fast: botocore has
+#: already retried it, and stacking our retries on its retries multiplies the load.
+_SETTLE_RESENDS = 2
+_ATTEMPTS = threading.local()
+
+
+def _watch_attempt(
+    caught_exception: Exception | None = None, response: Any = None, **_: Any
+) -> None:
+    """``needs-retry`` hook: note any attempt that may have been applied without our hearing
+    back (a read timeout, a dropped connection, a 5xx), since botocore reports only the last."""
+    status = response[0].status_code if response and response[0] is not None else 0
+    if isinstance(caught_exception, ReadTimeoutError | ConnectionClosedError) or status >= 500:
+        _ATTEMPTS.ambiguous = True
 
 
 def _to_python(item: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -64,10 +85,27 @@ def _to_wire(item: dict[str, Any]) -> dict[str, Any]:
 
 
 class _ConditionFailed(Exception):
-    """Internal: a condition failed; ``old`` is the item as it is (None if absent)."""
+    """Internal: a condition failed; ``old`` is the item as it is (None if absent).
 
-    def __init__(self, old: dict[str, Any] | None) -> None:
+    ``ambiguous``: an earlier attempt of the same request, retried inside botocore, may have
+    been applied without our hearing back -- so the failure may be our own write's doing.
+    """
+
+    def __init__(self, old: dict[str, Any] | None, ambiguous: bool) -> None:
         self.old = old
+        self.ambiguous = ambiguous
+
+
+class _Seen(NamedTuple):
+    version: int
+    context_bytes: int
+    ttl: int
+
+
+def _tx_attribute(status: Status) -> str:
+    """Where a transition into ``status`` leaves its request token. The lifecycle has no
+    cycles, so each status is entered at most once and its token is never overwritten."""
+    return f"tx_{status.value}"
 
 
 def _max_metadata_overhead() -> int:
@@ -85,7 +123,7 @@ def _max_metadata_overhead() -> int:
         "context": [],
         "contextBytes": 10**7,
         "createToken": "x" * 32,
-        "lastTx": "x" * 32,
+        **{_tx_attribute(s): "x" * 32 for s in Status},
         **{schema.ring_slot(i): "x" * 32 for i in range(schema.RING_SIZE)},
     }
     return sizing.item_size(_to_wire(widest)) - sizing.value_size({"L": []})
@@ -118,6 +156,9 @@ class SessionStore:
                 f"item_size_limit must be in ({METADATA_OVERHEAD}, {sizing.MAX_ITEM_BYTES}]"
             )
         self.client = client
+        client.meta.events.register(
+            "needs-retry.dynamodb", _watch_attempt, unique_id="sessionstore.watch-attempt"
+        )
         self.table_name = table_name
         self.clock: Clock = clock or SystemClock()
         self.ids: IdFactory = ids or RandomIds()
@@ -125,7 +166,7 @@ class SessionStore:
         self.item_size_limit = item_size_limit
         # A hint, never the truth: the last version this instance saw per session, so the first
         # attempt of a read-modify-write can skip the read. A stale hint costs one retry.
-        self._seen: OrderedDict[str, tuple[int, int]] = OrderedDict()
+        self._seen: OrderedDict[str, _Seen] = OrderedDict()
         self._seen_lock = threading.Lock()
 
     # ------------------------------------------------------------------ table
@@ -146,10 +187,7 @@ class SessionStore:
         session_id = self.ids.session_id() if session_id is None else session_id
         validate_id(session_id, "session_id")
         _validate_owner(owner)
-        if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int):
-            raise InvalidInput("ttl_seconds must be an int (seconds)")
-        if not 0 < ttl_seconds <= _MAX_TTL_SECONDS:
-            raise InvalidInput(f"ttl_seconds must be in 1..{_MAX_TTL_SECONDS}, got {ttl_seconds}")
+        _validate_ttl(ttl_seconds)
         now_ms = self.clock.now_ms()
         stamp = format_timestamp(now_ms)
         token = self.ids.token()
@@ -176,6 +214,7 @@ class SessionStore:
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             **e.params(),
         }
+        settle = _Settle()
         for attempt in range(self.retry.max_attempts):
             try:
                 self._call("put_item", request)
@@ -184,9 +223,8 @@ class SessionStore:
                 if failed.old is not None and failed.old.get("createToken") == token:
                     break  # our own earlier attempt landed; its response was lost
                 raise SessionAlreadyExists(session_id) from None
-            except Unavailable:
-                if attempt + 1 == self.retry.max_attempts:
-                    raise
+            except Unavailable as exc:
+                settle.absorb(exc)
                 self.retry.backoff(attempt)
         session = Session.from_item(item)
         self._remember(session)
@@ -223,6 +261,7 @@ class SessionStore:
             raise InvalidInput(f"to must be a Status, not {to!r}")
         token = self.ids.token()
         froms = [s.value for s in sources(to)]
+        settle = _Settle()
         for attempt in range(self.retry.max_attempts):
             now_ms = self.clock.now_ms()
             e = Expr()
@@ -237,7 +276,7 @@ class SessionStore:
                 "UpdateExpression": (
                     f"SET {e.n('status')} = {e.v(to.value)}, "
                     f"{e.n('updatedAt')} = {e.v(format_timestamp(now_ms))}, "
-                    f"{e.n('lastTx')} = {e.v(token)} "
+                    f"{e.n(_tx_attribute(to))} = {e.v(token)} "
                     f"ADD {e.n('version')} {e.v(1)}"
                 ),
                 "ConditionExpression": condition,
@@ -249,15 +288,14 @@ class SessionStore:
                 return self._session_from(self._call("update_item", request)["Attributes"])
             except _ConditionFailed as failed:
                 old = failed.old
-                if old is not None and old.get("lastTx") == token:
+                if old is not None and old.get(_tx_attribute(to)) == token:
                     return self._session_from_python(old)  # our lost attempt had landed
                 current = self._live(session_id, old, owner, now_ms // 1000)
                 if current.status is to:
                     return current  # already there: idempotent success, nothing written
                 raise InvalidTransition(session_id, current.status, to) from None
-            except Unavailable:
-                if attempt + 1 == self.retry.max_attempts:
-                    raise
+            except Unavailable as exc:
+                settle.absorb(exc)
                 self.retry.backoff(attempt)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -314,6 +352,8 @@ class SessionStore:
         raises ``VersionConflict(current=...)``. Raises ``ItemTooLarge`` before anything is
         written when the item could pass ``item_size_limit``.
         """
+        validate_id(session_id, "session_id")
+        _validate_owner(owner)
         if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
             raise InvalidInput("messages must be a list of JSON values")
         if not messages:
@@ -330,7 +370,7 @@ class SessionStore:
         # reserve for every other attribute at its widest, so "current" below is that bound.
         budget = self.item_size_limit - METADATA_OVERHEAD
         seen = self._seen_entry(session_id)
-        known_bytes = seen[1] if seen else sizing.value_size({"L": []})
+        known_bytes = seen.context_bytes if seen else sizing.value_size({"L": []})
         if known_bytes + added > budget:
             raise ItemTooLarge(METADATA_OVERHEAD + known_bytes, added, self.item_size_limit)
 
@@ -361,7 +401,7 @@ class SessionStore:
                 raise
             # The engine's own limit came first (moto refuses UpdateItem near 200 KB).
             seen = self._seen_entry(session_id)
-            current = METADATA_OVERHEAD + (seen[1] if seen else 0)
+            current = METADATA_OVERHEAD + (seen.context_bytes if seen else 0)
             raise ItemTooLarge(current, added, self.item_size_limit, by_engine=True) from err
 
     # ------------------------------------------------------------------ tool calls
@@ -376,7 +416,7 @@ class SessionStore:
         duration_ms: int,
         *,
         owner: str | None = None,
-        ttl_seconds: int = 86400,
+        ttl_seconds: int | None = None,
     ) -> ToolCallRecord:
         """Record one tool call, exactly once, on an active session.
 
@@ -392,6 +432,9 @@ class SessionStore:
         1 WCU but lose time order; a timestamp key alone (the source design) duplicates on every
         retry. A retry of a recorded call costs the failed transaction plus one GetItem of the
         original record, and writes nothing.
+
+        The record expires with its session (same ``ttl``) unless ``ttl_seconds`` says
+        otherwise; an instance that has not seen the session yet reads it once to learn it.
         """
         validate_id(session_id, "session_id")
         validate_id(tool_call_id, "tool_call_id")
@@ -401,15 +444,16 @@ class SessionStore:
         codec.encode(tool_name, "tool_name")
         if isinstance(duration_ms, bool) or not isinstance(duration_ms, int) or duration_ms < 0:
             raise InvalidInput("duration_ms must be a non-negative int")
-        if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int):
-            raise InvalidInput("ttl_seconds must be an int (seconds)")
-        if not 0 < ttl_seconds <= _MAX_TTL_SECONDS:
-            raise InvalidInput(f"ttl_seconds must be in 1..{_MAX_TTL_SECONDS}, got {ttl_seconds}")
+        if ttl_seconds is not None:
+            _validate_ttl(ttl_seconds)
         input_text = codec.encode(input, "input")
         output_text = codec.encode(output, "output")
+        if ttl_seconds is None:
+            seen = self._seen_entry(session_id)
+            session_ttl = seen.ttl if seen else self.get_session(session_id, owner=owner).ttl
         now_ms = self.clock.now_ms()
         recorded_at = format_timestamp(now_ms)
-        ttl = now_ms // 1000 + ttl_seconds
+        ttl = session_ttl if ttl_seconds is None else now_ms // 1000 + ttl_seconds
         record_sk = schema.tool_sk(recorded_at, tool_call_id)
         record = _to_wire(
             {
@@ -439,6 +483,7 @@ class SessionStore:
                 "ttl": ttl,
             }
         )
+        settle = _Settle()
         for attempt in range(self.retry.max_attempts):
             now_s = self.clock.now_ms() // 1000
             e = Expr()
@@ -503,9 +548,8 @@ class SessionStore:
                         "TransactionCanceledException", str(cancelled.reasons)
                     ) from None
                 self.retry.backoff(attempt)  # a concurrent transaction touched these items
-            except Unavailable:
-                if attempt + 1 == self.retry.max_attempts:
-                    raise
+            except Unavailable as exc:
+                settle.absorb(exc)
                 self.retry.backoff(attempt)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -589,7 +633,7 @@ class SessionStore:
         else:
             hint = self._seen_entry(session_id)
             if hint is not None:
-                version = hint[0]
+                version = hint.version
             else:
                 current = self.get_session(session_id, owner=owner)
                 done = judge(current)
@@ -597,11 +641,13 @@ class SessionStore:
                     return done
                 version = current.version
         uncertain_since: int | None = None  # version of the attempt whose response was lost
+        settle = _Settle()
         for attempt in range(self.retry.max_attempts):
             now_ms = self.clock.now_ms()
             e = Expr()
             update, extra = change(e)
             new_version = version + 1
+            attempted = version
             request = {
                 "TableName": self.table_name,
                 "Key": schema.meta_key(session_id),
@@ -625,6 +671,8 @@ class SessionStore:
                 old = failed.old
                 if old is not None and token in _ring(old):
                     return self._session_from_python(old)  # our lost attempt had landed
+                if failed.ambiguous and uncertain_since is None:
+                    uncertain_since = version  # botocore retried a lost attempt of ours
                 current = self._live(session_id, old, owner, now_ms // 1000)
                 self._remember(current)
                 if (
@@ -648,15 +696,15 @@ class SessionStore:
             except Unavailable as exc:
                 if exc.maybe_applied and uncertain_since is None:
                     uncertain_since = version
-                if attempt + 1 == self.retry.max_attempts:
-                    raise
+                settle.absorb(exc)
             if attempt + 1 < self.retry.max_attempts:
                 self.retry.backoff(attempt)
         current = self.get_session(session_id, owner=owner)
-        raise ConflictRetriesExhausted(session_id, version, current)
+        raise ConflictRetriesExhausted(session_id, attempted, current, self.retry.max_attempts)
 
     def _call(self, operation: str, request: dict[str, Any]) -> Any:
         """Send one request; translate every failure into our errors."""
+        _ATTEMPTS.ambiguous = False
         try:
             return getattr(self.client, operation)(**request)
         except ClientError as exc:
@@ -664,13 +712,15 @@ class SessionStore:
             code = response.get("Error", {}).get("Code", "")
             message = response.get("Error", {}).get("Message", "")
             if code == "ConditionalCheckFailedException":
-                raise _ConditionFailed(_to_python(response.get("Item"))) from exc
+                raise _ConditionFailed(
+                    _to_python(response.get("Item")), getattr(_ATTEMPTS, "ambiguous", False)
+                ) from exc
             if code == "TransactionCanceledException":
                 raise _Cancelled(response.get("CancellationReasons", [])) from exc
             if code in _THROTTLES or code in _SERVER_ERRORS:
                 raise Unavailable(
                     f"DynamoDB {code} after retries: {message}",
-                    maybe_applied=code in _SERVER_ERRORS and operation != "get_item",
+                    maybe_applied=operation not in _READS and _ATTEMPTS.ambiguous,
                 ) from exc
             if code == "ResourceNotFoundException":
                 raise TableNotFound(f"table {self.table_name!r} not found: {message}") from exc
@@ -680,7 +730,7 @@ class SessionStore:
         except (BotoConnectionError, HTTPClientError) as exc:
             raise Unavailable(
                 f"DynamoDB unreachable after retries: {exc}",
-                maybe_applied=operation not in ("get_item", "query"),
+                maybe_applied=operation not in _READS and _ATTEMPTS.ambiguous,
             ) from exc
 
     def _live(
@@ -704,15 +754,35 @@ class SessionStore:
     def _remember(self, session: Session) -> None:
         with self._seen_lock:
             old = self._seen.get(session.session_id)
-            if old is None or old[0] <= session.version:
-                self._seen[session.session_id] = (session.version, session.context_bytes)
+            if old is None or old.version <= session.version:
+                self._seen[session.session_id] = _Seen(
+                    session.version, session.context_bytes, session.ttl
+                )
             self._seen.move_to_end(session.session_id)
             while len(self._seen) > 10_000:
                 self._seen.popitem(last=False)
 
-    def _seen_entry(self, session_id: str) -> tuple[int, int] | None:
+    def _seen_entry(self, session_id: str) -> _Seen | None:
         with self._seen_lock:
             return self._seen.get(session_id)
+
+
+class _Settle:
+    """Tracks the Unavailable failures of one logical write (see ``_SETTLE_RESENDS``)."""
+
+    def __init__(self) -> None:
+        self.resends = 0
+        self.maybe_applied = False
+
+    def absorb(self, exc: Unavailable) -> None:
+        """Return to re-send, or raise: fail fast unless the outcome is unknown."""
+        if exc.maybe_applied and self.resends < _SETTLE_RESENDS:
+            self.maybe_applied = True
+            self.resends += 1
+            return
+        if self.maybe_applied and not exc.maybe_applied:
+            raise Unavailable(str(exc), maybe_applied=True) from exc
+        raise exc
 
 
 class _Cancelled(Exception):
@@ -740,6 +810,13 @@ def _ring(item: dict[str, Any]) -> set[str]:
 
 def _owned(item: dict[str, Any], owner: str | None) -> bool:
     return item.get("owner") == owner
+
+
+def _validate_ttl(ttl_seconds: object) -> None:
+    if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int):
+        raise InvalidInput("ttl_seconds must be an int (seconds)")
+    if not 0 < ttl_seconds <= _MAX_TTL_SECONDS:
+        raise InvalidInput(f"ttl_seconds must be in 1..{_MAX_TTL_SECONDS}, got {ttl_seconds}")
 
 
 def _validate_owner(owner: object) -> None:
