@@ -1,0 +1,210 @@
+"""The least-privilege IAM policy grants exactly the DynamoDB actions the store sends.
+
+Every public method of ``SessionStore`` is exercised -- happy paths, conflicts, lost responses,
+replays, refusals -- with a ``provide-client-params`` hook recording each call. The actions are
+mapped to IAM actions (a transaction is authorized per action inside it) and compared with
+``sessionstore/policy/iam-policy.json``; the table-admin actions of ``create_table`` with
+``iam-admin-policy.json``. Then a small ``StringLike`` evaluator checks the ``LeadingKeys``
+condition: every partition key a tenant's store touches matches its own pattern, and none of
+another tenant's does.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Iterator
+from fnmatch import fnmatchcase
+from importlib import resources
+from typing import Any
+
+import pytest
+
+import sessionstore as ss
+from sessionstore.retry import RetryPolicy
+from sessionstore.testing import Fault, FaultInjector
+
+ADMIN_ACTIONS = {"CreateTable", "DescribeTable", "DescribeTimeToLive", "UpdateTimeToLive"}
+TAG = "aws:PrincipalTag/sessionstore-tenant"
+_IN_TRANSACTION = {"ConditionCheck": "ConditionCheckItem", "Put": "PutItem",
+                   "Update": "UpdateItem", "Delete": "DeleteItem"}
+
+
+def _policy(name: str) -> dict[str, Any]:
+    text = (resources.files("sessionstore") / "policy" / name).read_text()
+    return dict(json.loads(text))
+
+
+def _actions(policy: dict[str, Any]) -> set[str]:
+    actions: set[str] = set()
+    for statement in policy["Statement"]:
+        listed = statement["Action"]
+        actions |= {listed} if isinstance(listed, str) else set(listed)
+    return actions
+
+
+class TenantIds(ss.RandomIds):
+    """The id factory of sessionstore/policy/README.md: the tenant, a dot, 128 random bits."""
+
+    def __init__(self, tenant: str) -> None:
+        self.tenant = tenant
+
+    def session_id(self) -> str:
+        return f"{self.tenant}.{super().session_id()}"
+
+
+class Calls:
+    """Every API call a client makes: (operation, params), retries not repeated."""
+
+    def __init__(self, client: Any) -> None:
+        self.seen: list[tuple[str, dict[str, Any]]] = []
+        self._client = client
+
+    def _hook(self, params: dict[str, Any], event_name: str, **_: Any) -> None:
+        self.seen.append((event_name.rsplit(".", 1)[-1], json.loads(json.dumps(params))))
+
+    def __enter__(self) -> Calls:
+        self._client.meta.events.register("provide-client-params.dynamodb", self._hook)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._client.meta.events.unregister("provide-client-params.dynamodb", self._hook)
+
+    def iam_actions(self) -> set[str]:
+        actions = set()
+        for operation, params in self.seen:
+            if operation == "TransactWriteItems":
+                actions |= {_IN_TRANSACTION[kind] for item in params["TransactItems"]
+                            for kind in item}
+            else:
+                actions.add(operation)
+        return actions
+
+    def leading_keys(self) -> Iterator[tuple[str, str]]:
+        """(operation, partition key value) for every item every data-plane call touches."""
+        for operation, params in self.seen:
+            if operation in ADMIN_ACTIONS:
+                continue
+            if operation == "TransactWriteItems":
+                for item in params["TransactItems"]:
+                    ((kind, action),) = item.items()
+                    yield f"{operation}/{kind}", _pk(action)
+            elif operation == "Query":
+                names = params.get("ExpressionAttributeNames", {})
+                for name, value in re.findall(r"(#\w+) = (:\w+)",
+                                              params["KeyConditionExpression"]):
+                    if names.get(name) == "pk":
+                        yield operation, params["ExpressionAttributeValues"][value]["S"]
+            else:
+                yield operation, _pk(params)
+
+
+def _pk(params: dict[str, Any]) -> str:
+    return str((params.get("Key") or params["Item"])["pk"]["S"])
+
+
+def _exercise(client: Any, table: str, tenant: str) -> None:
+    """Every public method, through as many paths as the store has."""
+    clock = ss.ManualClock("2026-01-01T12:00:00Z")
+    store = ss.SessionStore(client, table, clock=clock, ids=TenantIds(tenant),
+                            retry=RetryPolicy(sleep=lambda _s: None))
+    store.create_table()
+    sid = store.create_session(owner="alice").session_id
+    store.get_session(sid, owner="alice")
+    store.activate(sid, owner="alice")
+    store.transition(sid, ss.Status.ACTIVE, owner="alice")  # no-op
+    with pytest.raises(ss.InvalidTransition):
+        store.transition(sid, ss.Status.INITIALIZING, owner="alice")
+    store.append_context(sid, ["a"], owner="alice")
+    with pytest.raises(ss.VersionConflict):
+        store.append_context(sid, ["b"], owner="alice", expected_version=1)
+    cold = ss.SessionStore(client, table, clock=clock, ids=TenantIds(tenant))
+    cold.append_context(sid, ["c"], owner="alice")  # reads first
+    cold.update_status(sid, ss.Status.ACTIVE, owner="alice")
+    store.record_tool_call(sid, "t1", "search", {"q": 1}, [1], 3, owner="alice")
+    store.record_tool_call(sid, "t1", "search", {"q": 1}, [1], 3, owner="alice")  # replay
+    with pytest.raises(ss.ToolCallConflict):
+        store.record_tool_call(sid, "t1", "search", {"q": 2}, [1], 3, owner="alice")
+    cold.record_tool_call(sid, "t2", "search", {}, None, 1, owner="alice")  # learns the ttl
+    store.record_tool_call(sid, "t3", "search", {}, None, 1, owner="alice", ttl_seconds=60)
+    with FaultInjector(client, script=[Fault.LOST_RESPONSE, Fault.THROTTLE]):
+        store.append_context(sid, ["lost"], owner="alice")
+    with FaultInjector(client, script=[Fault.LOST_RESPONSE]):
+        store.record_tool_call(sid, "t4", "search", {}, None, 1, owner="alice")
+    list(store.tool_calls(sid, owner="alice"))
+    store.load(sid, owner="alice")
+    store.begin_close(sid, owner="alice")
+    store.update_status(sid, ss.Status.CLOSED, owner="alice")
+    store.close(sid, owner="alice")  # no-op
+    with pytest.raises(ss.SessionNotActive):
+        store.append_context(sid, ["late"], owner="alice")
+    with pytest.raises(ss.SessionNotFound):
+        store.load(sid, owner="mallory")
+    short = store.create_session(owner="alice", ttl_seconds=5).session_id
+    clock.advance(seconds=10)
+    with pytest.raises(ss.SessionExpired):
+        store.activate(short, owner="alice")
+    with pytest.raises(ss.SessionAlreadyExists):
+        store.create_session(short)
+
+
+def test_every_public_method_is_exercised() -> None:
+    public = {n for n, f in inspect.getmembers(ss.SessionStore)
+              if not n.startswith("_") and callable(f)}
+    source = inspect.getsource(_exercise)
+    missing = {n for n in public if f".{n}(" not in source}
+    assert not missing, f"add these to _exercise: {sorted(missing)}"
+
+
+def test_policy_grants_exactly_the_actions_the_store_sends(client: Any) -> None:
+    with Calls(client) as calls:
+        _exercise(client, "mcp-sessions-policy", "acme")
+    sent = calls.iam_actions()
+    data_plane = {f"dynamodb:{a}" for a in sent - ADMIN_ACTIONS}
+    admin = {f"dynamodb:{a}" for a in sent & ADMIN_ACTIONS}
+    print(f"actions sent: {sorted(sent)}")
+    assert data_plane == _actions(_policy("iam-policy.json"))
+    assert admin <= _actions(_policy("iam-admin-policy.json"))
+    assert _actions(_policy("iam-admin-policy.json")) <= {f"dynamodb:{a}" for a in ADMIN_ACTIONS}
+
+
+def test_policy_is_least_privilege_in_shape() -> None:
+    policy = _policy("iam-policy.json")
+    assert policy["Version"] == "2012-10-17"
+    (statement,) = policy["Statement"]
+    assert statement["Effect"] == "Allow"
+    assert all("*" not in a and a.startswith("dynamodb:") for a in statement["Action"])
+    assert not _actions(policy) & {f"dynamodb:{a}" for a in ADMIN_ACTIONS}
+    resources_ = statement["Resource"]
+    assert isinstance(resources_, str) and resources_.endswith(":table/mcp-sessions")
+    condition = statement["Condition"]
+    (pattern,) = condition["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+    assert pattern == "session#${" + TAG + "}.*"
+    # ForAllValues is vacuously true with no leading key (a Scan): the key must be present.
+    assert condition["Null"] == {"dynamodb:LeadingKeys": "false", TAG: "false"}
+    admin = _policy("iam-admin-policy.json")
+    assert all("Condition" not in s and s["Resource"] == resources_ for s in admin["Statement"])
+
+
+def _allowed(leading_key: str, tenant: str) -> bool:
+    """``ForAllValues:StringLike`` on one value, the tag substituted (``*`` and ``?`` only)."""
+    (pattern,) = _policy("iam-policy.json")["Statement"][0]["Condition"][
+        "ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+    pattern = pattern.replace("${" + TAG + "}", tenant)
+    return fnmatchcase(leading_key, pattern.replace("[", "[[]"))
+
+
+def test_leading_keys_confine_a_tenant_to_its_own_sessions(client: Any) -> None:
+    with Calls(client) as calls:
+        _exercise(client, "mcp-sessions-tenants", "acme")
+    touched = list(calls.leading_keys())
+    assert {op for op, _ in touched} >= {"GetItem", "PutItem", "UpdateItem", "Query",
+                                         "TransactWriteItems/ConditionCheck",
+                                         "TransactWriteItems/Put"}
+    refused = [(op, key) for op, key in touched if not _allowed(key, "acme")]
+    assert refused == [], "the policy would refuse the tenant's own requests"
+    for other in ("acme-corp", "acm", "evil", "acme.x"):
+        assert not any(_allowed(key, other) for _, key in touched), other
+    assert not _allowed("session#acme-corp.0123", "acme")
+    assert not _allowed("session#0123", "acme")  # an untenanted id is nobody's
