@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import sys
 import threading
 import time
@@ -169,6 +170,7 @@ def run_worker(
                 event["current_version"] = exc.current.version
             if isinstance(exc, Unavailable):
                 event["maybe_applied"] = exc.maybe_applied
+                event["message"] = str(exc)[:300]
             if isinstance(exc, ToolCallConflict):
                 event["stored"] = _record_fields(exc.stored)
         except Exception as exc:  # the soak counts these; there must be none
@@ -204,7 +206,10 @@ def run_worker(
             break
         sid = rng.choice(plan.session_ids)
         op = rng.choices(names, weights)[0]
-        late = i >= plan.ops * plan.close_after
+        late = (  # by count, or by time when the deadline is what ends the run
+            i >= plan.ops * plan.close_after
+            or time.monotonic() - started >= plan.deadline_s * plan.close_after
+        )
         if op in ("transition", "update_status"):
             targets = LATE_TARGETS if late else EARLY_TARGETS
             if not late and sid == plan.session_ids[-1]:
@@ -254,6 +259,7 @@ class SoakResult:
     faults: Counter[str] = field(default_factory=Counter)
     ambiguous_calls: int = 0
     applied_but_refused: int = 0
+    unavailable: Counter[str] = field(default_factory=Counter)  # message -> count
     untyped_exceptions: int = 0
     duplicates: int = 0
     losses: int = 0
@@ -273,7 +279,7 @@ class SoakResult:
     def figures(self) -> dict[str, Any]:
         out = {k: v for k, v in vars(self).items() if not isinstance(v, Counter | list)}
         out["violations"] = len(self.violations)
-        for key in ("errors", "by_operation", "faults"):
+        for key in ("errors", "by_operation", "faults", "unavailable"):
             out[key] = dict(sorted(getattr(self, key).items()))
         out["final_status"] = dict(self.final_status)
         out["final_version"] = dict(self.final_version)
@@ -336,6 +342,9 @@ def audit(
                 bad.append(f"untyped exception from {event['op']}: {event['untyped']}")
             if event.get("ambiguous") and not event["ok"]:
                 result.ambiguous_calls += 1
+            if event.get("error") == "Unavailable":
+                reason = re.sub(r"'[^']*'", "'...'", event.get("message", ""))
+                result.unavailable[f"{event['op']}: {reason}"[:160]] += 1
         _check_program_order(report, bad, result)
 
     for sid in sorted(set(events_by_sid) | set(meta)):
