@@ -15,8 +15,11 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (sessionstore)" >/dev/null
 	@touch $(STAMP)
 
+# Jupyter refuses to run as root unless told; containers often are root.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(STAMP)
-	cd notebooks && ../$(VENV)/bin/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=. --no-browser
+	cd notebooks && ../$(VENV)/bin/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=. --no-browser $(ALLOW_ROOT)
 
 test: $(STAMP)
 	$(PY) -m ruff check sessionstore tests benchmarks
