@@ -1,0 +1,284 @@
+"""Phase 3: the library's own CPU cost per operation, with no network and no engine.
+
+For each operation we first send it once through ``SessionStore`` to the embedded engine and
+capture the exact request (API parameters) and the parsed response. Then, over botocore's
+``Stubber`` (which answers in ``before-call``, after botocore has validated and serialized the
+request, and returns the parsed response as is):
+
+* **raw**: a boto3 client from ``sessionstore.connect`` sends the captured request verbatim;
+* **sessionstore**: a ``SessionStore`` on another such client performs the same operation (and
+  builds the identical request, with a fresh token and timestamp, then reads the response).
+
+CPU time (``time.process_time``) per call over ``calls`` calls, ``repeats`` times, raw and
+sessionstore alternating, median per side; the ratio is median(sessionstore) / median(raw).
+The Stubber skips HTTP, signing and response parsing for both sides alike, so the ratio is an
+upper bound: with a real engine every call also pays those, in both columns.
+"""
+
+from __future__ import annotations
+
+import copy
+import cProfile
+import gc
+import pstats
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.stub import Stubber
+
+import sessionstore as ss
+
+TARGET = 1.15
+MESSAGE = {"role": "user", "content": "Summarise the open incidents for the payments service. " * 3}
+TOOL_INPUT = {"query": "dynamodb optimistic locking", "limit": 5, "filters": {"lang": "en"}}
+TOOL_OUTPUT = {"hits": [{"title": f"result {i}", "score": 0.9 - i / 10, "url": f"https://e/{i}"}
+                        for i in range(3)]}
+
+
+@dataclass
+class Captured:
+    method: str  # client method name, e.g. "update_item"
+    params: dict[str, Any]
+    response: dict[str, Any]
+
+
+@dataclass
+class OpSpec:
+    name: str
+    captured: Captured
+    prime: list[Captured]  # the cold store's earlier calls, replayed once before timing
+    call: Callable[[ss.SessionStore], Any]
+
+
+@dataclass
+class OverheadResult:
+    operation: str
+    request: str
+    raw_us: float
+    ours_us: float
+    ratio: float
+    ratio_min: float
+    ratio_max: float
+    calls: int
+    repeats: int
+    profile: list[str] = field(default_factory=list)
+    by_package_us: dict[str, float] = field(default_factory=dict)
+
+
+_METHODS = {
+    "PutItem": "put_item",
+    "UpdateItem": "update_item",
+    "GetItem": "get_item",
+    "TransactWriteItems": "transact_write_items",
+    "Query": "query",
+}
+
+
+class _Capture:
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.calls: list[Captured] = []
+        self._params: list[tuple[str, dict[str, Any]]] = []
+
+    def _before(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        self._params.append((model.name, copy.deepcopy(params)))
+
+    def _after(self, parsed: dict[str, Any], model: Any, **_: Any) -> None:
+        name, params = self._params.pop(0)
+        response = copy.deepcopy(parsed)
+        response.pop("ResponseMetadata", None)
+        self.calls.append(Captured(_METHODS[name], params, response))
+
+    def __enter__(self) -> _Capture:
+        self.client.meta.events.register("before-parameter-build.dynamodb", self._before)
+        self.client.meta.events.register("after-call.dynamodb", self._after)
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.client.meta.events.unregister("before-parameter-build.dynamodb", self._before)
+        self.client.meta.events.unregister("after-call.dynamodb", self._after)
+
+
+def capture_ops(endpoint: str, *, long_context: int = 100) -> list[OpSpec]:
+    """Run each operation once against the engine, from a fresh (cold) store, and keep every
+    request it made with its response: the last one is the operation's own request; any
+    before it (a read for the version hint, say) are replayed once to warm the stubbed store."""
+    client = ss.connect(endpoint)
+    table = "bench-overhead"
+    store = ss.SessionStore(client, table)
+    store.create_table()
+    owner = "alice"
+    specs: list[OpSpec] = []
+
+    def add(name: str, call: Callable[[ss.SessionStore], Any]) -> None:
+        cold = ss.SessionStore(client, table)
+        with _Capture(client) as cap:
+            call(cold)
+        specs.append(OpSpec(name, cap.calls[-1], cap.calls[:-1], call))
+
+    sid = store.create_session(owner=owner).session_id
+    store.activate(sid, owner=owner)
+    for _ in range(3):
+        store.append_context(sid, [MESSAGE], owner=owner)
+    add("create_session", lambda s: s.create_session(owner=owner, ttl_seconds=3600))
+    add("append_context", lambda s: s.append_context(sid, [MESSAGE], owner=owner))
+    add("record_tool_call",
+        lambda s: s.record_tool_call(sid, "call-1", "search", TOOL_INPUT, TOOL_OUTPUT, 42,
+                                     owner=owner))
+    add("transition", lambda s: s.transition(sid, ss.Status.CLOSING, owner=owner))
+
+    # The same append on a session whose context already holds ``long_context`` messages:
+    # ReturnValues=ALL_NEW brings the whole context back, and the store decodes all of it.
+    long_sid = store.create_session(owner=owner).session_id
+    store.activate(long_sid, owner=owner)
+    for _ in range(long_context // 10):
+        store.append_context(long_sid, [MESSAGE] * 10, owner=owner)
+    add(f"append_context ({long_context} msgs)",
+        lambda s: s.append_context(long_sid, [MESSAGE], owner=owner))
+    return specs
+
+
+def _warm(store: ss.SessionStore, stub: Stubber, spec: OpSpec) -> None:
+    """Replay the cold calls once (the store learns its hint), then the steady-state call."""
+    for primed in spec.prime:
+        stub.add_response(primed.method, copy.deepcopy(primed.response))
+    _queue(stub, spec.captured, 1)
+    spec.call(store)
+    stub.assert_no_pending_responses()
+
+
+def _stubbed_client() -> tuple[Any, Stubber]:
+    client = ss.connect("http://127.0.0.1:9")  # never contacted: the Stubber answers
+    stubber = Stubber(client)
+    stubber.activate()
+    return client, stubber
+
+
+def _queue(stubber: Stubber, captured: Captured, n: int) -> None:
+    for _ in range(n):
+        stubber.add_response(captured.method, copy.deepcopy(captured.response))
+
+
+def _cpu_per_call(fn: Callable[[], Any], n: int) -> float:
+    gc.collect()
+    start = time.process_time()
+    for _ in range(n):
+        fn()
+    return (time.process_time() - start) / n
+
+
+def measure(spec: OpSpec, *, calls: int, repeats: int, deadline: float) -> OverheadResult:
+    raw_client, raw_stub = _stubbed_client()
+    ours_client, ours_stub = _stubbed_client()
+    store = ss.SessionStore(ours_client, "bench-overhead")
+    _warm(store, ours_stub, spec)
+    # more warm-up: imports, botocore's caches; from here on, one request per call
+    _queue(ours_stub, spec.captured, 5)
+    _queue(raw_stub, spec.captured, 5)
+    method = getattr(raw_client, spec.captured.method)
+    params = spec.captured.params
+    for _ in range(5):
+        spec.call(store)
+        method(**copy.deepcopy(params))
+    raw_stub.assert_no_pending_responses()
+    ours_stub.assert_no_pending_responses()
+
+    raw_times: list[float] = []
+    ours_times: list[float] = []
+    for rep in range(repeats):
+        if rep >= 3 and time.monotonic() > deadline:
+            break
+        sides = [("raw", raw_stub), ("ours", ours_stub)]
+        if rep % 2:
+            sides.reverse()
+        for side, stub in sides:
+            _queue(stub, spec.captured, calls)
+            if side == "raw":
+                raw_times.append(_cpu_per_call(lambda: method(**params), calls))
+            else:
+                ours_times.append(_cpu_per_call(lambda: spec.call(store), calls))
+    ratios = [o / r for o, r in zip(ours_times, raw_times, strict=True)]
+    raw_us = statistics.median(raw_times) * 1e6
+    ours_us = statistics.median(ours_times) * 1e6
+    return OverheadResult(
+        operation=spec.name,
+        request=spec.captured.method,
+        raw_us=raw_us,
+        ours_us=ours_us,
+        ratio=ours_us / raw_us,
+        ratio_min=min(ratios),
+        ratio_max=max(ratios),
+        calls=calls,
+        repeats=len(raw_times),
+    )
+
+
+_GROUPS = (
+    ("sessionstore", "/sessionstore/"),
+    ("boto3 TypeSerializer/Deserializer", "/boto3/dynamodb/types.py"),
+    ("botocore + jmespath (shared with raw)", "/botocore/"),
+    ("botocore + jmespath (shared with raw)", "/jmespath/"),
+    ("json", "/json/"),
+)
+_OURS = ("/sessionstore/", "/boto3/dynamodb/types.py")
+_WRAPPERS = {"_call", "_versioned", "create_session", "append_context", "record_tool_call",
+             "transition", "<lambda>"}
+
+
+def profile(spec: OpSpec, *, calls: int, top: int = 8) -> tuple[list[str], dict[str, float]]:
+    """Where sessionstore's time goes for ``spec`` (under cProfile, which inflates small
+    functions): own time per package in us/call, and the sessionstore-side functions with the
+    largest cumulative time that do not contain the botocore call itself."""
+    client, stub = _stubbed_client()
+    store = ss.SessionStore(client, "bench-overhead")
+    _warm(store, stub, spec)
+    _queue(stub, spec.captured, calls)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        spec.call(store)
+    profiler.disable()
+    entries = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    total = sum(tt for (_cc, _nc, tt, _ct, _callers) in entries.values()) or 1.0
+    botocore_call = sum(ct for (f, _l, fn), (_cc, _nc, _tt, ct, _c) in entries.items()
+                        if f.endswith("botocore/client.py") and fn == "_make_api_call")
+    groups: dict[str, float] = {}
+    rows: list[tuple[float, str]] = []
+    for (filename, line, func), (_cc, ncalls, tt, ct, _callers) in entries.items():
+        group = "other (stdlib: datetime, secrets, hashlib, threading...)"
+        for name, marker in _GROUPS:
+            if marker in filename:
+                group = name
+                break
+        groups[group] = groups.get(group, 0.0) + tt
+        wraps_the_call = func in _WRAPPERS or ct >= 0.5 * total
+        if any(m in filename for m in _OURS) and not wraps_the_call:
+            short = filename.split("site-packages/")[-1].split("/main/")[-1]
+            rows.append((ct, f"{short}:{line} {func}() x{ncalls / calls:g}"))
+    rows.sort(reverse=True)
+    per_call = 1e6 / calls
+    lines = [
+        f"total {total * per_call:.0f} us/call under cProfile; botocore call "
+        f"{botocore_call * per_call:.0f} us ({botocore_call / total:.0%}); the rest "
+        f"{(total - botocore_call) * per_call:.0f} us is sessionstore's side",
+        *(f"{ct * per_call:7.1f} us cum  {where}" for ct, where in rows[:top]),
+    ]
+    shares = {k: round(v * per_call, 1) for k, v in sorted(groups.items(), key=lambda kv: -kv[1])}
+    return lines, shares
+
+
+def run(endpoint: str, *, calls: int, repeats: int, deadline: float,
+        progress: Callable[[str], None]) -> list[OverheadResult]:
+    specs = capture_ops(endpoint)
+    results: list[OverheadResult] = []
+    for spec in specs:
+        result = measure(spec, calls=calls, repeats=repeats, deadline=deadline)
+        if result.ratio > TARGET:
+            result.profile, result.by_package_us = profile(spec, calls=max(100, calls // 2))
+        results.append(result)
+        progress(f"  {spec.name}: raw {result.raw_us:.0f} us, sessionstore "
+                 f"{result.ours_us:.0f} us, x{result.ratio:.2f}")
+    return results
