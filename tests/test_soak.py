@@ -106,7 +106,7 @@ def _check(result: SoakResult, record_property: Any, *, faults: bool) -> None:
         assert result.faults["lost_response"] > 0 and result.faults["throttle"] > 0
 
 
-def _fast_or_skip(start: float, budget_s: float) -> None:
+def _within_budget(start: float, budget_s: float) -> None:
     elapsed = time.monotonic() - start
     print(f"soak wall time {elapsed:.1f}s (budget {budget_s}s)")
     assert elapsed < budget_s * 3, "far over budget: the machine is overloaded or something hangs"
@@ -117,7 +117,7 @@ def test_soak_fast(engine: LocalDynamoDB, record_property: Any) -> None:
     start = time.monotonic()
     result = _soak(engine, threads=8, processes=4, sessions=6, ops=30, deadline_s=12)
     _check(result, record_property, faults=False)
-    _fast_or_skip(start, 20)
+    _within_budget(start, 20)
 
 
 def test_soak_fast_with_lost_responses_and_throttles(
@@ -128,7 +128,7 @@ def test_soak_fast_with_lost_responses_and_throttles(
     result = _soak(engine, threads=8, processes=4, sessions=6, ops=25, deadline_s=14,
                    faults=FAULTS, seed=2)
     _check(result, record_property, faults=True)
-    _fast_or_skip(start, 25)
+    _within_budget(start, 25)
 
 
 @pytest.mark.soak
