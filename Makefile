@@ -23,6 +23,7 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m ruff check sessionstore tests benchmarks
+	$(PY) -m mypy
 	$(PY) -m pytest -q -m "not soak" --nbval --nbval-current-env --durations=10
 
 soak: $(STAMP)

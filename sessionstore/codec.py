@@ -67,14 +67,12 @@ def decode(text: str) -> JSON:
     return json.loads(text)
 
 
-def fingerprint(*texts: str) -> str:
-    """Digest of already-encoded payloads, key order ignored, number spelling kept
-    (``1`` and ``1.0`` differ)."""
-    h = hashlib.sha256()
-    for text in texts:
-        canonical = json.dumps(
-            json.loads(text), sort_keys=True, ensure_ascii=False, separators=(",", ":")
-        )
-        h.update(canonical.encode("utf-8"))
+def fingerprint(name_text: str, *values: JSON) -> str:
+    """Digest of a tool name (already encoded) and payloads that ``encode`` accepted: key order
+    ignored, number spelling kept (``1`` and ``1.0`` differ)."""
+    h = hashlib.sha256(name_text.encode("utf-8"))
+    for value in values:
         h.update(b"\x00")
+        canonical = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        h.update(canonical.encode("utf-8"))
     return h.hexdigest()

@@ -14,6 +14,22 @@ from boto3.dynamodb.types import TypeSerializer
 _SERIALIZER = TypeSerializer()
 
 
+def to_wire(value: Any) -> dict[str, Any]:
+    """A Python value as a DynamoDB attribute value. Strings, ints, bools and lists of them --
+    nearly everything the store sends -- skip boto3's general-purpose serializer, which is the
+    largest single cost of building a request."""
+    kind = type(value)
+    if kind is str:
+        return {"S": value}
+    if kind is int and -(10**38) < value < 10**38:
+        return {"N": str(value)}
+    if kind is bool:
+        return {"BOOL": value}
+    if kind is list:
+        return {"L": [to_wire(v) for v in value]}
+    return dict(_SERIALIZER.serialize(value))
+
+
 class Expr:
     """Collects ``#name`` and ``:value`` placeholders for one request."""
 
@@ -28,7 +44,7 @@ class Expr:
 
     def v(self, value: Any) -> str:
         placeholder = f":v{len(self.values)}"
-        self.values[placeholder] = _SERIALIZER.serialize(value)
+        self.values[placeholder] = to_wire(value)
         return placeholder
 
     def params(self) -> dict[str, Any]:

@@ -15,8 +15,8 @@ class RetryPolicy:
     ``max_attempts`` counts every attempt, the first included.
     """
 
-    max_attempts: int = 10
-    base_delay: float = 0.005
+    max_attempts: int = 16
+    base_delay: float = 0.01
     max_delay: float = 0.5
     sleep: Callable[[float], None] = time.sleep
     rng: random.Random = field(default_factory=random.Random)

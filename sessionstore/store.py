@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import (
     ClientError,
     ConnectionClosedError,
@@ -40,13 +40,12 @@ from .errors import (
     Unavailable,
     VersionConflict,
 )
-from .expressions import Expr, all_of, live_session, status_in
+from .expressions import Expr, all_of, live_session, status_in, to_wire
 from .ids import IdFactory, RandomIds, validate_id
 from .models import Session, ToolCallRecord
 from .retry import RetryPolicy
 from .status import Status, allowed, sources
 
-_SER = TypeSerializer()
 _DESER = TypeDeserializer()
 
 _THROTTLES = {
@@ -74,14 +73,24 @@ def _watch_attempt(
         _ATTEMPTS.ambiguous = True
 
 
+def _from_wire(value: dict[str, Any]) -> Any:
+    # Strings and lists of strings are most of what comes back; numbers stay Decimal, as
+    # boto3's deserializer would make them.
+    if "S" in value:
+        return value["S"]
+    if "L" in value:
+        return [_from_wire(v) for v in value["L"]]
+    return _DESER.deserialize(value)  # type: ignore[arg-type]
+
+
 def _to_python(item: dict[str, Any] | None) -> dict[str, Any] | None:
     if not item:
         return None
-    return {k: _DESER.deserialize(v) for k, v in item.items()}
+    return {k: _from_wire(v) for k, v in item.items()}
 
 
 def _to_wire(item: dict[str, Any]) -> dict[str, Any]:
-    return {k: _SER.serialize(v) for k, v in item.items()}
+    return {k: to_wire(v) for k, v in item.items()}
 
 
 class _ConditionFailed(Exception):
@@ -100,6 +109,7 @@ class _Seen(NamedTuple):
     version: int
     context_bytes: int
     ttl: int
+    owner: str | None
 
 
 def _tx_attribute(status: Status) -> str:
@@ -369,7 +379,7 @@ class SessionStore:
         # The server-side guard is on ``contextBytes`` (the context list's own size) plus a
         # reserve for every other attribute at its widest, so "current" below is that bound.
         budget = self.item_size_limit - METADATA_OVERHEAD
-        seen = self._seen_entry(session_id)
+        seen = self._seen_entry(session_id, owner)
         known_bytes = seen.context_bytes if seen else sizing.value_size({"L": []})
         if known_bytes + added > budget:
             raise ItemTooLarge(METADATA_OVERHEAD + known_bytes, added, self.item_size_limit)
@@ -400,7 +410,7 @@ class SessionStore:
             if not err.by_engine:
                 raise
             # The engine's own limit came first (moto refuses UpdateItem near 200 KB).
-            seen = self._seen_entry(session_id)
+            seen = self._seen_entry(session_id, owner)
             current = METADATA_OVERHEAD + (seen.context_bytes if seen else 0)
             raise ItemTooLarge(current, added, self.item_size_limit, by_engine=True) from err
 
@@ -441,7 +451,7 @@ class SessionStore:
         _validate_owner(owner)
         if not isinstance(tool_name, str) or not tool_name or len(tool_name) > 256:
             raise InvalidInput("tool_name must be a non-empty string of at most 256 characters")
-        codec.encode(tool_name, "tool_name")
+        name_text = codec.encode(tool_name, "tool_name")
         if isinstance(duration_ms, bool) or not isinstance(duration_ms, int) or duration_ms < 0:
             raise InvalidInput("duration_ms must be a non-negative int")
         if ttl_seconds is not None:
@@ -449,7 +459,7 @@ class SessionStore:
         input_text = codec.encode(input, "input")
         output_text = codec.encode(output, "output")
         if ttl_seconds is None:
-            seen = self._seen_entry(session_id)
+            seen = self._seen_entry(session_id, owner)
             session_ttl = seen.ttl if seen else self.get_session(session_id, owner=owner).ttl
         now_ms = self.clock.now_ms()
         recorded_at = format_timestamp(now_ms)
@@ -472,7 +482,7 @@ class SessionStore:
         size = sizing.item_size(record)
         if size > self.item_size_limit:
             raise ItemTooLarge(0, size, self.item_size_limit)
-        digest = codec.fingerprint(codec.encode(tool_name), input_text, output_text)
+        digest = codec.fingerprint(name_text, input, output)
         guard = _to_wire(
             {
                 "pk": schema.pk(session_id),
@@ -565,11 +575,21 @@ class SessionStore:
         return ToolCallRecord.from_item(_to_python(response["Item"]) or {})
 
     def tool_calls(self, session_id: str, *, owner: str | None = None) -> Iterator[ToolCallRecord]:
-        """The session's tool-call history in order of first recording, page by page."""
+        """The session's tool-call history in order of first recording, page by page.
+
+        The first page is read (and the session checked) before this returns, so a missing,
+        expired or foreign session raises here, not at the first ``next()``.
+        """
         pages = self._history_pages(session_id, owner)
         next(pages)  # the metadata item: checked, not yielded
-        for page in pages:
-            yield from (ToolCallRecord.from_item(item) for item in page)
+        first = next(pages)
+
+        def records() -> Iterator[ToolCallRecord]:
+            yield from (ToolCallRecord.from_item(item) for item in first)
+            for page in pages:
+                yield from (ToolCallRecord.from_item(item) for item in page)
+
+        return records()
 
     def load(
         self, session_id: str, *, owner: str | None = None
@@ -631,7 +651,7 @@ class SessionStore:
         if expected is not None:
             version = expected
         else:
-            hint = self._seen_entry(session_id)
+            hint = self._seen_entry(session_id, owner)
             if hint is not None:
                 version = hint.version
             else:
@@ -756,15 +776,18 @@ class SessionStore:
             old = self._seen.get(session.session_id)
             if old is None or old.version <= session.version:
                 self._seen[session.session_id] = _Seen(
-                    session.version, session.context_bytes, session.ttl
+                    session.version, session.context_bytes, session.ttl, session.owner
                 )
             self._seen.move_to_end(session.session_id)
             while len(self._seen) > 10_000:
                 self._seen.popitem(last=False)
 
-    def _seen_entry(self, session_id: str) -> _Seen | None:
+    def _seen_entry(self, session_id: str, owner: str | None) -> _Seen | None:
+        """The hint for ``session_id`` -- only for its own owner: acting on another owner's
+        hint (refusing before sending, say) would tell them the session exists."""
         with self._seen_lock:
-            return self._seen.get(session_id)
+            seen = self._seen.get(session_id)
+        return seen if seen is not None and seen.owner == owner else None
 
 
 class _Settle:

@@ -127,11 +127,6 @@ def test_expired_foreign_session_is_not_found_not_expired(
         store.get_session(sid, owner="alice")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "store leak: append_context checks ItemTooLarge against the instance's per-session size "
-    "hint before sending, without knowing the owner, so another owner's append to a nearly "
-    "full session raises ItemTooLarge after 0 requests where a missing session gives "
-    "SessionNotFound after 1"))
 def test_size_hint_does_not_leak_to_another_owner(
     client: Any, table: str, clock: ss.ManualClock, requests: RequestLog
 ) -> None:
