@@ -24,7 +24,7 @@ from .errors import (
     VersionConflict,
 )
 from .ids import CounterIds, IdFactory, RandomIds
-from .models import Session, ToolCallRecord
+from .models import Context, Session, ToolCallRecord
 from .retry import RetryPolicy
 from .status import TRANSITIONS, Status
 from .store import METADATA_OVERHEAD, SessionStore
@@ -35,6 +35,7 @@ __all__ = [
     "TRANSITIONS",
     "Clock",
     "ConflictRetriesExhausted",
+    "Context",
     "CounterIds",
     "DynamoDBError",
     "IdFactory",
