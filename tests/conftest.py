@@ -12,6 +12,7 @@ import sessionstore as ss
 from sessionstore.local import LocalDynamoDB
 from sessionstore.retry import RetryPolicy
 from sessionstore.testing import RequestLog
+from sessionstore.testing.soak import scan_table as scan
 
 _tables = itertools.count(1)
 
@@ -57,13 +58,4 @@ def active(store: ss.SessionStore) -> ss.Session:
     session = store.create_session(owner="alice")
     return store.activate(session.session_id, owner="alice")
 
-
-def scan(client: Any, table: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
-    while True:
-        page = client.scan(**kwargs)
-        items.extend(page["Items"])
-        if "LastEvaluatedKey" not in page:
-            return items
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+__all__ = ["scan"]
