@@ -13,15 +13,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from boto3.dynamodb.types import TypeDeserializer
-from botocore.exceptions import (
-    ClientError,
-    ConnectionClosedError,
-    HTTPClientError,
-    ReadTimeoutError,
-)
-from botocore.exceptions import ConnectionError as BotoConnectionError
-
 from . import codec, schema, sizing
 from .clock import Clock, SystemClock, format_timestamp
 from .codec import JSON
@@ -35,76 +26,26 @@ from .errors import (
     SessionExpired,
     SessionNotActive,
     SessionNotFound,
-    TableNotFound,
     ToolCallConflict,
     Unavailable,
     VersionConflict,
 )
-from .expressions import Expr, all_of, live_session, status_in, to_wire
+from .expressions import Expr, all_of, live_session, status_in
 from .ids import IdFactory, RandomIds, validate_id
 from .models import Session, ToolCallRecord
 from .retry import RetryPolicy
 from .status import Status, allowed, sources
+from .wire import (
+    Cancelled,
+    ConditionFailed,
+    Settle,
+    item_to_wire,
+    send,
+    to_python,
+    watch_attempt,
+)
 
-_DESER = TypeDeserializer()
-
-_THROTTLES = {
-    "ThrottlingException",
-    "ProvisionedThroughputExceededException",
-    "RequestLimitExceeded",
-}
-_SERVER_ERRORS = {"InternalServerError", "ServiceUnavailable", "InternalFailure"}
 _MAX_TTL_SECONDS = 366 * 86400 * 10  # ten years: anything longer is a units mistake
-_READS = frozenset({"get_item", "query"})
-#: When botocore's own retries give up on a write whose outcome is unknown, re-send it (same
-#: token) at most this many times to settle the outcome. Anything else fails fast: botocore has
-#: already retried it, and stacking our retries on its retries multiplies the load.
-_SETTLE_RESENDS = 2
-_ATTEMPTS = threading.local()
-
-
-def _watch_attempt(
-    caught_exception: Exception | None = None, response: Any = None, **_: Any
-) -> None:
-    """``needs-retry`` hook: note any attempt that may have been applied without our hearing
-    back (a read timeout, a dropped connection, a 5xx), since botocore reports only the last."""
-    status = response[0].status_code if response and response[0] is not None else 0
-    if isinstance(caught_exception, ReadTimeoutError | ConnectionClosedError) or status >= 500:
-        _ATTEMPTS.ambiguous = True
-
-
-def _from_wire(value: dict[str, Any]) -> Any:
-    # Strings and lists of strings are most of what comes back; numbers stay Decimal, as
-    # boto3's deserializer would make them.
-    if "S" in value:
-        return value["S"]
-    if "L" in value:
-        return [_from_wire(v) for v in value["L"]]
-    return _DESER.deserialize(value)  # type: ignore[arg-type]
-
-
-def _to_python(item: dict[str, Any] | None) -> dict[str, Any] | None:
-    if not item:
-        return None
-    return {k: _from_wire(v) for k, v in item.items()}
-
-
-def _to_wire(item: dict[str, Any]) -> dict[str, Any]:
-    return {k: to_wire(v) for k, v in item.items()}
-
-
-class _ConditionFailed(Exception):
-    """Internal: a condition failed; ``old`` is the item as it is (None if absent).
-
-    ``ambiguous``: an earlier attempt of the same request, retried inside botocore, may have
-    been applied without our hearing back -- so the failure may be our own write's doing.
-    """
-
-    def __init__(self, old: dict[str, Any] | None, ambiguous: bool) -> None:
-        self.old = old
-        self.ambiguous = ambiguous
-
-
 class _Seen(NamedTuple):
     version: int
     context_bytes: int
@@ -136,7 +77,7 @@ def _max_metadata_overhead() -> int:
         **{_tx_attribute(s): "x" * 32 for s in Status},
         **{schema.ring_slot(i): "x" * 32 for i in range(schema.RING_SIZE)},
     }
-    return sizing.item_size(_to_wire(widest)) - sizing.value_size({"L": []})
+    return sizing.item_size(item_to_wire(widest)) - sizing.value_size({"L": []})
 
 
 #: Bytes reserved in every metadata item for everything but the context list.
@@ -167,7 +108,7 @@ class SessionStore:
             )
         self.client = client
         client.meta.events.register(
-            "needs-retry.dynamodb", _watch_attempt, unique_id="sessionstore.watch-attempt"
+            "needs-retry.dynamodb", watch_attempt, unique_id="sessionstore.watch-attempt"
         )
         self.table_name = table_name
         self.clock: Clock = clock or SystemClock()
@@ -219,17 +160,17 @@ class SessionStore:
         e = Expr()
         request = {
             "TableName": self.table_name,
-            "Item": _to_wire(item),
+            "Item": item_to_wire(item),
             "ConditionExpression": f"attribute_not_exists({e.n('pk')})",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             **e.params(),
         }
-        settle = _Settle()
+        settle = Settle()
         for attempt in range(self.retry.max_attempts):
             try:
                 self._call("put_item", request)
                 break
-            except _ConditionFailed as failed:
+            except ConditionFailed as failed:
                 if failed.old is not None and failed.old.get("createToken") == token:
                     break  # our own earlier attempt landed; its response was lost
                 raise SessionAlreadyExists(session_id) from None
@@ -252,7 +193,7 @@ class SessionStore:
                 "ConsistentRead": True,
             },
         )
-        item = _to_python(response.get("Item"))
+        item = to_python(response.get("Item"))
         session = self._live(session_id, item, owner, self.clock.now_ms() // 1000)
         self._remember(session)
         return session
@@ -271,7 +212,7 @@ class SessionStore:
             raise InvalidInput(f"to must be a Status, not {to!r}")
         token = self.ids.token()
         froms = [s.value for s in sources(to)]
-        settle = _Settle()
+        settle = Settle()
         for attempt in range(self.retry.max_attempts):
             now_ms = self.clock.now_ms()
             e = Expr()
@@ -296,7 +237,7 @@ class SessionStore:
             }
             try:
                 return self._session_from(self._call("update_item", request)["Attributes"])
-            except _ConditionFailed as failed:
+            except ConditionFailed as failed:
                 old = failed.old
                 if old is not None and old.get(_tx_attribute(to)) == token:
                     return self._session_from_python(old)  # our lost attempt had landed
@@ -465,7 +406,7 @@ class SessionStore:
         recorded_at = format_timestamp(now_ms)
         ttl = session_ttl if ttl_seconds is None else now_ms // 1000 + ttl_seconds
         record_sk = schema.tool_sk(recorded_at, tool_call_id)
-        record = _to_wire(
+        record = item_to_wire(
             {
                 "pk": schema.pk(session_id),
                 "sk": record_sk,
@@ -483,7 +424,7 @@ class SessionStore:
         if size > self.item_size_limit:
             raise ItemTooLarge(0, size, self.item_size_limit)
         digest = codec.fingerprint(name_text, input, output)
-        guard = _to_wire(
+        guard = item_to_wire(
             {
                 "pk": schema.pk(session_id),
                 "sk": schema.guard_sk(tool_call_id),
@@ -493,7 +434,7 @@ class SessionStore:
                 "ttl": ttl,
             }
         )
-        settle = _Settle()
+        settle = Settle()
         for attempt in range(self.retry.max_attempts):
             now_s = self.clock.now_ms() // 1000
             e = Expr()
@@ -535,8 +476,8 @@ class SessionStore:
             }
             try:
                 self._call("transact_write_items", request)
-                return ToolCallRecord.from_item(_to_python(record) or {})
-            except _Cancelled as cancelled:
+                return ToolCallRecord.from_item(to_python(record) or {})
+            except Cancelled as cancelled:
                 meta_old, guard_old = cancelled.old(0), cancelled.old(1)
                 if cancelled.failed(0):
                     if meta_old is None or not _owned(meta_old, owner):
@@ -572,7 +513,7 @@ class SessionStore:
                 "ConsistentRead": True,
             },
         )
-        return ToolCallRecord.from_item(_to_python(response["Item"]) or {})
+        return ToolCallRecord.from_item(to_python(response["Item"]) or {})
 
     def tool_calls(self, session_id: str, *, owner: str | None = None) -> Iterator[ToolCallRecord]:
         """The session's tool-call history in order of first recording, page by page.
@@ -617,7 +558,7 @@ class SessionStore:
         first = True
         while True:
             response = self._call("query", request)
-            items = [_to_python(i) or {} for i in response.get("Items", [])]
+            items = [to_python(i) or {} for i in response.get("Items", [])]
             if first:
                 head = items[0] if items and items[0].get("sk") == schema.META_SK else None
                 yield self._live(session_id, head, owner, now_s)
@@ -661,7 +602,7 @@ class SessionStore:
                     return done
                 version = current.version
         uncertain_since: int | None = None  # version of the attempt whose response was lost
-        settle = _Settle()
+        settle = Settle()
         for attempt in range(self.retry.max_attempts):
             now_ms = self.clock.now_ms()
             e = Expr()
@@ -687,7 +628,7 @@ class SessionStore:
             }
             try:
                 return self._session_from(self._call("update_item", request)["Attributes"])
-            except _ConditionFailed as failed:
+            except ConditionFailed as failed:
                 old = failed.old
                 if old is not None and token in _ring(old):
                     return self._session_from_python(old)  # our lost attempt had landed
@@ -723,35 +664,7 @@ class SessionStore:
         raise ConflictRetriesExhausted(session_id, attempted, current, self.retry.max_attempts)
 
     def _call(self, operation: str, request: dict[str, Any]) -> Any:
-        """Send one request; translate every failure into our errors."""
-        _ATTEMPTS.ambiguous = False
-        try:
-            return getattr(self.client, operation)(**request)
-        except ClientError as exc:
-            response: dict[str, Any] = dict(exc.response)
-            code = response.get("Error", {}).get("Code", "")
-            message = response.get("Error", {}).get("Message", "")
-            if code == "ConditionalCheckFailedException":
-                raise _ConditionFailed(
-                    _to_python(response.get("Item")), getattr(_ATTEMPTS, "ambiguous", False)
-                ) from exc
-            if code == "TransactionCanceledException":
-                raise _Cancelled(response.get("CancellationReasons", [])) from exc
-            if code in _THROTTLES or code in _SERVER_ERRORS:
-                raise Unavailable(
-                    f"DynamoDB {code} after retries: {message}",
-                    maybe_applied=operation not in _READS and _ATTEMPTS.ambiguous,
-                ) from exc
-            if code == "ResourceNotFoundException":
-                raise TableNotFound(f"table {self.table_name!r} not found: {message}") from exc
-            if code == "ValidationException" and "size" in message.lower():
-                raise ItemTooLarge(0, 0, self.item_size_limit, by_engine=True) from exc
-            raise DynamoDBError(code, message) from exc
-        except (BotoConnectionError, HTTPClientError) as exc:
-            raise Unavailable(
-                f"DynamoDB unreachable after retries: {exc}",
-                maybe_applied=operation not in _READS and _ATTEMPTS.ambiguous,
-            ) from exc
+        return send(self.client, operation, request, self.table_name, self.item_size_limit)
 
     def _live(
         self, session_id: str, item: dict[str, Any] | None, owner: str | None, now_s: int
@@ -764,7 +677,7 @@ class SessionStore:
         return Session.from_item(item)
 
     def _session_from(self, wire_item: dict[str, Any]) -> Session:
-        return self._session_from_python(_to_python(wire_item) or {})
+        return self._session_from_python(to_python(wire_item) or {})
 
     def _session_from_python(self, item: dict[str, Any]) -> Session:
         session = Session.from_item(item)
@@ -788,43 +701,6 @@ class SessionStore:
         with self._seen_lock:
             seen = self._seen.get(session_id)
         return seen if seen is not None and seen.owner == owner else None
-
-
-class _Settle:
-    """Tracks the Unavailable failures of one logical write (see ``_SETTLE_RESENDS``)."""
-
-    def __init__(self) -> None:
-        self.resends = 0
-        self.maybe_applied = False
-
-    def absorb(self, exc: Unavailable) -> None:
-        """Return to re-send, or raise: fail fast unless the outcome is unknown."""
-        if exc.maybe_applied and self.resends < _SETTLE_RESENDS:
-            self.maybe_applied = True
-            self.resends += 1
-            return
-        if self.maybe_applied and not exc.maybe_applied:
-            raise Unavailable(str(exc), maybe_applied=True) from exc
-        raise exc
-
-
-class _Cancelled(Exception):
-    """Internal: a transaction was cancelled; one reason per action, in order."""
-
-    def __init__(self, reasons: list[dict[str, Any]]) -> None:
-        self.reasons = reasons
-        self.conflict = any(r.get("Code") == "TransactionConflict" for r in reasons)
-
-    def failed(self, index: int) -> bool:
-        return (
-            index < len(self.reasons)
-            and self.reasons[index].get("Code") == "ConditionalCheckFailed"
-        )
-
-    def old(self, index: int) -> dict[str, Any] | None:
-        if index >= len(self.reasons):
-            return None
-        return _to_python(self.reasons[index].get("Item"))
 
 
 def _ring(item: dict[str, Any]) -> set[str]:
