@@ -269,6 +269,8 @@ class SessionStore:
         backoff and full jitter, up to ``retry.max_attempts``. The move is checked against the
         lifecycle table on the item as read, and again by the condition.
         """
+        validate_id(session_id, "session_id")
+        _validate_owner(owner)
         if not isinstance(status, Status):
             raise InvalidInput(f"status must be a Status, not {status!r}")
         froms = [s.value for s in sources(status)]
@@ -399,12 +401,13 @@ class SessionStore:
             _validate_ttl(ttl_seconds)
         input_text = codec.encode(input, "input")
         output_text = codec.encode(output, "output")
-        if ttl_seconds is None:
-            seen = self._seen_entry(session_id, owner)
-            session_ttl = seen.ttl if seen else self.get_session(session_id, owner=owner).ttl
         now_ms = self.clock.now_ms()
+        if ttl_seconds is not None:
+            ttl = now_ms // 1000 + ttl_seconds
+        else:
+            seen = self._seen_entry(session_id, owner)
+            ttl = seen.ttl if seen else self.get_session(session_id, owner=owner).ttl
         recorded_at = format_timestamp(now_ms)
-        ttl = session_ttl if ttl_seconds is None else now_ms // 1000 + ttl_seconds
         record_sk = schema.tool_sk(recorded_at, tool_call_id)
         record = item_to_wire(
             {
@@ -585,9 +588,8 @@ class SessionStore:
         item after a failure and returns it (no-op success), raises, or returns None (a stale
         version: retry). Our token goes into ring slot ``w<new version % RING_SIZE>``; if a
         retry fails and finds it there, our earlier attempt landed and we are done.
+        Callers validate ``session_id`` and ``owner`` first.
         """
-        validate_id(session_id, "session_id")
-        _validate_owner(owner)
         token = self.ids.token()
         if expected is not None:
             version = expected
