@@ -23,6 +23,7 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m ruff check sessionstore tests benchmarks
+	$(PY) -m ruff format --check sessionstore tests benchmarks
 	$(PY) -m mypy
 	$(PY) -m pytest -q -m "not soak" --nbval --nbval-current-env --durations=10
 
@@ -34,6 +35,7 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check sessionstore tests benchmarks
+	$(PY) -m ruff format --check sessionstore tests benchmarks
 	$(PY) -m mypy
 
 # Refresh the pins after changing pyproject.toml (then commit requirements.lock).

@@ -39,9 +39,7 @@ def configured_endpoint() -> str | None:
     )
 
 
-def connect(
-    endpoint_url: str | None = None, *, max_attempts: int = 5, **client_kwargs: Any
-) -> Any:
+def connect(endpoint_url: str | None = None, *, max_attempts: int = 5, **client_kwargs: Any) -> Any:
     """A boto3 DynamoDB client with botocore's standard retry mode.
 
     Endpoint: the argument, else ``SESSIONSTORE_ENDPOINT_URL``, else ``AWS_ENDPOINT_URL_DYNAMODB``,

@@ -10,6 +10,9 @@ from typing import Protocol
 from .errors import InvalidInput
 
 MAX_ID_LENGTH = 128
+#: Tokens are stored in up to 21 attributes of the metadata item (create, one per status, the
+#: ring), so their length is part of the item-size reserve and is checked, not assumed.
+MAX_TOKEN_LENGTH = 64
 
 
 class IdFactory(Protocol):
@@ -60,3 +63,13 @@ def validate_id(value: object, what: str) -> str:
     if not all("\x21" <= ch <= "\x7e" for ch in value):
         raise InvalidInput(f"{what} may hold only visible ASCII characters (0x21-0x7E)")
     return value
+
+
+def validate_token(value: object) -> str:
+    """A request token from an ``IdFactory``: 1-64 visible ASCII characters."""
+    if not isinstance(value, str) or not 1 <= len(value) <= MAX_TOKEN_LENGTH:
+        raise InvalidInput(
+            f"IdFactory.token() must return a string of 1-{MAX_TOKEN_LENGTH} characters, "
+            f"got {value!r:.80}"
+        )
+    return validate_id(value, "token")

@@ -15,7 +15,10 @@ class Context(Sequence[JSON]):
 
     Every versioned write returns the whole item, context included, and most callers never look
     at the messages: decoding them eagerly made each append cost more the longer the session.
-    Compares equal to a tuple of the same values, and prints like one.
+
+    Equality is by value: equal to another ``Context``, tuple or list holding the same messages,
+    and it prints like a tuple. It is not hashable -- like a list, since messages are usually
+    dicts -- which also keeps ``hash`` consistent with equality to a tuple.
     """
 
     __slots__ = ("_decoded", "_raw")
@@ -45,12 +48,11 @@ class Context(Sequence[JSON]):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Context):
             return self._raw == other._raw or self._values() == other._values()
-        if isinstance(other, tuple):
-            return self._values() == other
+        if isinstance(other, tuple | list):
+            return len(self._raw) == len(other) and list(self._values()) == list(other)
         return NotImplemented
 
-    def __hash__(self) -> int:
-        return hash(self._values())
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return repr(self._values())
@@ -58,6 +60,13 @@ class Context(Sequence[JSON]):
 
 @dataclass(frozen=True)
 class Session:
+    """The metadata item as read or written.
+
+    Equal when every field is equal; hashed on ``(session_id, version, incarnation)`` -- a
+    snapshot's identity -- because its context is not hashable. ``incarnation`` is the create
+    token: it tells a session apart from an earlier one that had the same id.
+    """
+
     session_id: str
     version: int
     status: Status
@@ -67,6 +76,10 @@ class Session:
     ttl: int  # epoch seconds
     context: Context = field(default_factory=Context)
     context_bytes: int = 0
+    incarnation: str = field(default="", repr=False)
+
+    def __hash__(self) -> int:
+        return hash((self.session_id, self.version, self.incarnation))
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Session:
@@ -80,11 +93,15 @@ class Session:
             ttl=int(item["ttl"]),
             context=Context(item.get("context", ())),
             context_bytes=int(item.get("contextBytes", 0)),
+            incarnation=item.get("createToken", ""),
         )
 
 
 @dataclass(frozen=True)
 class ToolCallRecord:
+    """A recorded tool call. Equal when every field is equal; hashed on its identity
+    ``(session_id, tool_call_id, recorded_at)``, since input and output may be dicts."""
+
     session_id: str
     tool_call_id: str
     tool_name: str
@@ -93,6 +110,9 @@ class ToolCallRecord:
     duration_ms: int
     recorded_at: str
     ttl: int  # epoch seconds
+
+    def __hash__(self) -> int:
+        return hash((self.session_id, self.tool_call_id, self.recorded_at))
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> ToolCallRecord:

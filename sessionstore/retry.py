@@ -26,5 +26,3 @@ class RetryPolicy:
 
     def backoff(self, attempt: int) -> None:
         self.sleep(self.delay(attempt))
-
-

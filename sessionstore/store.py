@@ -3,79 +3,85 @@
 Every write is one request on the happy path, and each conflict retry is one more: a failed
 condition returns the current item (``ReturnValuesOnConditionCheckFailure=ALL_OLD``), which is
 all we need to tell "not found" from "expired" from "wrong status" from "stale version" -- and
-whether our own earlier attempt had in fact landed.
+whether our own earlier attempt had in fact landed. This module validates arguments and keeps
+the version hints; the writes themselves are plans (``sessionstore.writes``) run by the one
+attempt driver (``sessionstore.attempts``).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple, TypeVar
 
 from . import codec, schema, sizing
+from .attempts import Plan, drive
 from .clock import Clock, SystemClock, format_timestamp
 from .codec import JSON
 from .errors import (
-    ConflictRetriesExhausted,
-    DynamoDBError,
     InvalidInput,
     InvalidTransition,
     ItemTooLarge,
-    SessionAlreadyExists,
-    SessionExpired,
+    RecordMissing,
     SessionNotActive,
-    SessionNotFound,
     ToolCallConflict,
-    Unavailable,
-    VersionConflict,
 )
-from .expressions import Expr, all_of, live_session, status_in
-from .ids import IdFactory, RandomIds, validate_id
+from .expressions import Expr, all_of, status_in
+from .ids import MAX_ID_LENGTH, MAX_TOKEN_LENGTH, IdFactory, RandomIds, validate_id, validate_token
 from .models import Session, ToolCallRecord
 from .retry import RetryPolicy
 from .status import Status, allowed, sources
-from .wire import (
-    Cancelled,
-    ConditionFailed,
-    Settle,
-    item_to_wire,
-    send,
-    to_python,
-    watch_attempt,
+from .wire import install_hooks, item_to_wire, send, to_python
+from .writes import (
+    Change,
+    CreateSession,
+    Judge,
+    RecordToolCall,
+    Transition,
+    VersionedWrite,
+    live,
+    tx_attribute,
 )
 
+R = TypeVar("R")
+
 _MAX_TTL_SECONDS = 366 * 86400 * 10  # ten years: anything longer is a units mistake
-class _Seen(NamedTuple):
+#: The widest numbers the metadata item can hold: DynamoDB sizes a number by its significant
+#: digits, so the reserve must use all-nines, not powers of ten (10**20 is 2 bytes, 9...9 is 11).
+_WIDEST_VERSION = int("9" * 20)
+_WIDEST_TTL = int("9" * 11)  # epoch seconds past the year 5000
+_WIDEST_CONTEXT_BYTES = int("9" * 6)  # above MAX_ITEM_BYTES
+
+
+class _Hint(NamedTuple):
+    """What this instance last saw of a session: an optimisation, never a reason to refuse."""
+
     version: int
     context_bytes: int
     ttl: int
     owner: str | None
-
-
-def _tx_attribute(status: Status) -> str:
-    """Where a transition into ``status`` leaves its request token. The lifecycle has no
-    cycles, so each status is entered at most once and its token is never overwritten."""
-    return f"tx_{status.value}"
+    incarnation: str
 
 
 def _max_metadata_overhead() -> int:
     """The most bytes the metadata item can hold besides its context messages."""
-    widest = {
-        "pk": schema.pk("x" * 128),
+    token = "x" * MAX_TOKEN_LENGTH
+    widest: dict[str, Any] = {
+        "pk": schema.pk("x" * MAX_ID_LENGTH),
         "sk": schema.META_SK,
-        "sessionId": "x" * 128,
-        "version": 10**20,
-        "status": Status.INITIALIZING.value,
-        "owner": "x" * 128,
+        "sessionId": "x" * MAX_ID_LENGTH,
+        "version": _WIDEST_VERSION,
+        "status": max((s.value for s in Status), key=len),
+        "owner": "x" * MAX_ID_LENGTH,
         "createdAt": "x" * 24,
         "updatedAt": "x" * 24,
-        "ttl": 10**11,
+        "ttl": _WIDEST_TTL,
         "context": [],
-        "contextBytes": 10**7,
-        "createToken": "x" * 32,
-        **{_tx_attribute(s): "x" * 32 for s in Status},
-        **{schema.ring_slot(i): "x" * 32 for i in range(schema.RING_SIZE)},
+        "contextBytes": _WIDEST_CONTEXT_BYTES,
+        "createToken": token,
+        **{tx_attribute(s): token for s in Status},
+        **{schema.ring_slot(i): token for i in range(schema.RING_SIZE)},
     }
     return sizing.item_size(item_to_wire(widest)) - sizing.value_size({"L": []})
 
@@ -107,17 +113,16 @@ class SessionStore:
                 f"item_size_limit must be in ({METADATA_OVERHEAD}, {sizing.MAX_ITEM_BYTES}]"
             )
         self.client = client
-        client.meta.events.register(
-            "needs-retry.dynamodb", watch_attempt, unique_id="sessionstore.watch-attempt"
-        )
+        install_hooks(client)
         self.table_name = table_name
         self.clock: Clock = clock or SystemClock()
         self.ids: IdFactory = ids or RandomIds()
         self.retry = retry or RetryPolicy()
         self.item_size_limit = item_size_limit
-        # A hint, never the truth: the last version this instance saw per session, so the first
-        # attempt of a read-modify-write can skip the read. A stale hint costs one retry.
-        self._seen: OrderedDict[str, _Seen] = OrderedDict()
+        # A hint, never the truth: the last version this instance saw of each session (per
+        # incarnation), so the first attempt of a read-modify-write can skip the read. A stale
+        # hint costs one retry; it never refuses anything by itself.
+        self._seen: OrderedDict[str, _Hint] = OrderedDict()
         self._seen_lock = threading.Lock()
 
     # ------------------------------------------------------------------ table
@@ -139,9 +144,9 @@ class SessionStore:
         validate_id(session_id, "session_id")
         _validate_owner(owner)
         _validate_ttl(ttl_seconds)
+        token = self._token()
         now_ms = self.clock.now_ms()
         stamp = format_timestamp(now_ms)
-        token = self.ids.token()
         item: dict[str, Any] = {
             "pk": schema.pk(session_id),
             "sk": schema.META_SK,
@@ -157,26 +162,8 @@ class SessionStore:
         }
         if owner is not None:
             item["owner"] = owner
-        e = Expr()
-        request = {
-            "TableName": self.table_name,
-            "Item": item_to_wire(item),
-            "ConditionExpression": f"attribute_not_exists({e.n('pk')})",
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            **e.params(),
-        }
-        settle = Settle()
-        for attempt in range(self.retry.max_attempts):
-            try:
-                self._call("put_item", request)
-                break
-            except ConditionFailed as failed:
-                if failed.old is not None and failed.old.get("createToken") == token:
-                    break  # our own earlier attempt landed; its response was lost
-                raise SessionAlreadyExists(session_id) from None
-            except Unavailable as exc:
-                settle.absorb(exc)
-                self.retry.backoff(attempt)
+        plan = CreateSession(self.table_name, session_id, item_to_wire(item), token)
+        self._drive(plan, f"create session {session_id!r}")
         session = Session.from_item(item)
         self._remember(session)
         return session
@@ -194,7 +181,7 @@ class SessionStore:
             },
         )
         item = to_python(response.get("Item"))
-        session = self._live(session_id, item, owner, self.clock.now_ms() // 1000)
+        session = live(session_id, item, owner, self.clock.now_ms() // 1000)
         self._remember(session)
         return session
 
@@ -210,45 +197,8 @@ class SessionStore:
         _validate_owner(owner)
         if not isinstance(to, Status):
             raise InvalidInput(f"to must be a Status, not {to!r}")
-        token = self.ids.token()
-        froms = [s.value for s in sources(to)]
-        settle = Settle()
-        for attempt in range(self.retry.max_attempts):
-            now_ms = self.clock.now_ms()
-            e = Expr()
-            guard = live_session(e, owner=owner, now_s=now_ms // 1000)
-            if froms:
-                condition = all_of(guard, status_in(e, froms))
-            else:  # nothing leads here: let the failure report the current status
-                condition = all_of(guard, f"attribute_not_exists({e.n('pk')})")
-            request = {
-                "TableName": self.table_name,
-                "Key": schema.meta_key(session_id),
-                "UpdateExpression": (
-                    f"SET {e.n('status')} = {e.v(to.value)}, "
-                    f"{e.n('updatedAt')} = {e.v(format_timestamp(now_ms))}, "
-                    f"{e.n(_tx_attribute(to))} = {e.v(token)} "
-                    f"ADD {e.n('version')} {e.v(1)}"
-                ),
-                "ConditionExpression": condition,
-                "ReturnValues": "ALL_NEW",
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                **e.params(),
-            }
-            try:
-                return self._session_from(self._call("update_item", request)["Attributes"])
-            except ConditionFailed as failed:
-                old = failed.old
-                if old is not None and old.get(_tx_attribute(to)) == token:
-                    return self._session_from_python(old)  # our lost attempt had landed
-                current = self._live(session_id, old, owner, now_ms // 1000)
-                if current.status is to:
-                    return current  # already there: idempotent success, nothing written
-                raise InvalidTransition(session_id, current.status, to) from None
-            except Unavailable as exc:
-                settle.absorb(exc)
-                self.retry.backoff(attempt)
-        raise AssertionError("unreachable")  # pragma: no cover
+        plan = Transition(self.table_name, session_id, to, owner, self._token(), self._remember)
+        return self._drive(plan, f"transition of session {session_id!r} to {to.value}")
 
     def activate(self, session_id: str, *, owner: str | None = None) -> Session:
         return self.transition(session_id, Status.ACTIVE, owner=owner)
@@ -303,7 +253,8 @@ class SessionStore:
         ``SET context = list_append(...)`` in one request; the version goes up by one. Without
         ``expected_version`` a version conflict is retried (appends commute); with it, a conflict
         raises ``VersionConflict(current=...)``. Raises ``ItemTooLarge`` before anything is
-        written when the item could pass ``item_size_limit``.
+        written when the messages could never fit, and from the condition's refusal when the
+        context has no room left for them.
         """
         validate_id(session_id, "session_id")
         _validate_owner(owner)
@@ -322,10 +273,9 @@ class SessionStore:
         # The server-side guard is on ``contextBytes`` (the context list's own size) plus a
         # reserve for every other attribute at its widest, so "current" below is that bound.
         budget = self.item_size_limit - METADATA_OVERHEAD
-        seen = self._seen_entry(session_id, owner)
-        known_bytes = seen.context_bytes if seen else sizing.value_size({"L": []})
-        if known_bytes + added > budget:
-            raise ItemTooLarge(METADATA_OVERHEAD + known_bytes, added, self.item_size_limit)
+        empty = sizing.value_size({"L": []})
+        if empty + added > budget:  # would not fit even an empty context: refuse unsent
+            raise ItemTooLarge(METADATA_OVERHEAD + empty, added, self.item_size_limit)
 
         def judge(current: Session) -> Session | None:
             if current.status is not Status.ACTIVE:
@@ -353,9 +303,9 @@ class SessionStore:
             if not err.by_engine:
                 raise
             # The engine's own limit came first (moto refuses UpdateItem near 200 KB).
-            seen = self._seen_entry(session_id, owner)
+            seen = self._hint(session_id, owner)
             current = METADATA_OVERHEAD + (seen.context_bytes if seen else 0)
-            raise ItemTooLarge(current, added, self.item_size_limit, by_engine=True) from err
+            raise ItemTooLarge(current, added, self.item_size_limit, by_engine=True) from None
 
     # ------------------------------------------------------------------ tool calls
 
@@ -373,18 +323,16 @@ class SessionStore:
     ) -> ToolCallRecord:
         """Record one tool call, exactly once, on an active session.
 
-        One ``TransactWriteItems`` with three actions:
+        One ``TransactWriteItems`` (see ``writes.RecordToolCall``): a ConditionCheck on the
+        live, active session, the guard ``toolid#<id>`` if absent -- the idempotency key, stable
+        across retries, instances and time -- and the record at ``tool#<recordedAt>#<id>`` in
+        time order. Cost: one request, 2 WCU per started KB of each of the three items
+        (transactional writes cost double), typically 6 WCU. A repeat of a recorded call costs
+        the failed transaction plus one GetItem of the original record, and writes nothing.
 
-        1. ConditionCheck on the metadata item: exists, not expired, owner, status ``active``;
-        2. Put of a small guard item ``toolid#<id>`` if absent -- the idempotency key, stable
-           across retries, instances and time;
-        3. Put of the record at ``tool#<recordedAt>#<id>`` -- time order for the history Query.
-
-        Cost: one request, 2 WCU per started KB of each of the three items (transactional
-        writes cost double), typically 6 WCU. A deterministic ``tool#<id>`` key alone would cost
-        1 WCU but lose time order; a timestamp key alone (the source design) duplicates on every
-        retry. A retry of a recorded call costs the failed transaction plus one GetItem of the
-        original record, and writes nothing.
+        The guard keeps a digest of the *request* (tool name + input): a repeat with the same
+        request returns the stored record whatever output it brings; a different request under
+        the same id raises ``ToolCallConflict``.
 
         The record expires with its session (same ``ttl``) unless ``ttl_seconds`` says
         otherwise; an instance that has not seen the session yet reads it once to learn it.
@@ -402,10 +350,12 @@ class SessionStore:
         input_text = codec.encode(input, "input")
         output_text = codec.encode(output, "output")
         now_ms = self.clock.now_ms()
+        check_ttl = False
         if ttl_seconds is not None:
             ttl = now_ms // 1000 + ttl_seconds
         else:
-            seen = self._seen_entry(session_id, owner)
+            seen = self._hint(session_id, owner)
+            check_ttl = seen is not None
             ttl = seen.ttl if seen else self.get_session(session_id, owner=owner).ttl
         recorded_at = format_timestamp(now_ms)
         record_sk = schema.tool_sk(recorded_at, tool_call_id)
@@ -420,13 +370,13 @@ class SessionStore:
                 "output": output_text,
                 "durationMs": duration_ms,
                 "recordedAt": recorded_at,
-                "ttl": ttl,
+                "ttl": _WIDEST_TTL,  # the plan sets the real one; sized at its widest
             }
         )
         size = sizing.item_size(record)
         if size > self.item_size_limit:
             raise ItemTooLarge(0, size, self.item_size_limit)
-        digest = codec.fingerprint(name_text, input, output)
+        digest = codec.fingerprint(name_text, input)
         guard = item_to_wire(
             {
                 "pk": schema.pk(session_id),
@@ -434,80 +384,22 @@ class SessionStore:
                 "toolCallId": tool_call_id,
                 "recordSk": record_sk,
                 "fingerprint": digest,
-                "ttl": ttl,
             }
         )
-        settle = Settle()
-        for attempt in range(self.retry.max_attempts):
-            now_s = self.clock.now_ms() // 1000
-            e = Expr()
-            check = all_of(
-                live_session(e, owner=owner, now_s=now_s),
-                f"{e.n('status')} = {e.v(Status.ACTIVE.value)}",
-            )
-            absent = Expr()
-            not_there = f"attribute_not_exists({absent.n('pk')})"
-            request = {
-                "TransactItems": [
-                    {
-                        "ConditionCheck": {
-                            "TableName": self.table_name,
-                            "Key": schema.meta_key(session_id),
-                            "ConditionExpression": check,
-                            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                            **e.params(),
-                        }
-                    },
-                    {
-                        "Put": {
-                            "TableName": self.table_name,
-                            "Item": guard,
-                            "ConditionExpression": not_there,
-                            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                            **absent.params(),
-                        }
-                    },
-                    {
-                        "Put": {
-                            "TableName": self.table_name,
-                            "Item": record,
-                            "ConditionExpression": not_there,
-                            **absent.params(),
-                        }
-                    },
-                ]
-            }
-            try:
-                self._call("transact_write_items", request)
-                return ToolCallRecord.from_item(to_python(record) or {})
-            except Cancelled as cancelled:
-                meta_old, guard_old = cancelled.old(0), cancelled.old(1)
-                if cancelled.failed(0):
-                    if meta_old is None or not _owned(meta_old, owner):
-                        # Absent, or somebody else's: indistinguishable on purpose.
-                        raise SessionNotFound(session_id) from None
-                    if int(meta_old["ttl"]) <= now_s:
-                        raise SessionExpired(session_id, int(meta_old["ttl"])) from None
-                if cancelled.failed(1) and guard_old is not None:
-                    # Already recorded (by us earlier, or by another instance): the same call
-                    # returns the original record even if the session has closed since.
-                    stored = self._stored_record(session_id, guard_old)
-                    if guard_old["fingerprint"] != digest:
-                        raise ToolCallConflict(stored) from None
-                    return stored
-                if cancelled.failed(0) and meta_old is not None:
-                    raise SessionNotActive(session_id, Status(meta_old["status"])) from None
-                if not cancelled.conflict or attempt + 1 == self.retry.max_attempts:
-                    raise DynamoDBError(
-                        "TransactionCanceledException", str(cancelled.reasons)
-                    ) from None
-                self.retry.backoff(attempt)  # a concurrent transaction touched these items
-            except Unavailable as exc:
-                settle.absorb(exc)
-                self.retry.backoff(attempt)
-        raise AssertionError("unreachable")  # pragma: no cover
+        plan = RecordToolCall(
+            self.table_name, session_id, owner, record, guard, ttl, check_ttl, self._remember
+        )
+        recorded = self._drive(plan, f"tool record {tool_call_id!r} of session {session_id!r}")
+        if recorded.guard is None:
+            return ToolCallRecord.from_item(to_python(recorded.record) or {})
+        stored = self._stored_record(session_id, tool_call_id, recorded.guard)
+        if recorded.guard["fingerprint"] != digest:
+            raise ToolCallConflict(stored)
+        return stored
 
-    def _stored_record(self, session_id: str, guard: dict[str, Any]) -> ToolCallRecord:
+    def _stored_record(
+        self, session_id: str, tool_call_id: str, guard: dict[str, Any]
+    ) -> ToolCallRecord:
         response = self._call(
             "get_item",
             {
@@ -516,32 +408,37 @@ class SessionStore:
                 "ConsistentRead": True,
             },
         )
-        return ToolCallRecord.from_item(to_python(response["Item"]) or {})
+        item = to_python(response.get("Item"))
+        if item is None:
+            raise RecordMissing(session_id, tool_call_id)
+        return ToolCallRecord.from_item(item)
 
     def tool_calls(self, session_id: str, *, owner: str | None = None) -> Iterator[ToolCallRecord]:
         """The session's tool-call history in order of first recording, page by page.
 
         The first page is read (and the session checked) before this returns, so a missing,
-        expired or foreign session raises here, not at the first ``next()``.
+        expired or foreign session raises here, not at the first ``next()``. Records whose ttl
+        has passed are left out: DynamoDB deletes them late and one at a time, so what a
+        reader sees must not depend on when its sweeper ran.
         """
         pages = self._history_pages(session_id, owner)
         next(pages)  # the metadata item: checked, not yielded
         first = next(pages)
 
         def records() -> Iterator[ToolCallRecord]:
-            yield from (ToolCallRecord.from_item(item) for item in first)
+            yield from first
             for page in pages:
-                yield from (ToolCallRecord.from_item(item) for item in page)
+                yield from page
 
         return records()
 
     def load(
         self, session_id: str, *, owner: str | None = None
     ) -> tuple[Session, list[ToolCallRecord]]:
-        """Metadata and full history from one Query (following ``LastEvaluatedKey``)."""
+        """Metadata and live history from one Query (following ``LastEvaluatedKey``)."""
         pages = self._history_pages(session_id, owner)
         session: Session = next(pages)
-        records = [ToolCallRecord.from_item(item) for page in pages for item in page]
+        records = [record for page in pages for record in page]
         return session, records
 
     def _history_pages(self, session_id: str, owner: str | None) -> Iterator[Any]:
@@ -564,10 +461,12 @@ class SessionStore:
             items = [to_python(i) or {} for i in response.get("Items", [])]
             if first:
                 head = items[0] if items and items[0].get("sk") == schema.META_SK else None
-                yield self._live(session_id, head, owner, now_s)
+                session = live(session_id, head, owner, now_s)
+                self._remember(session)
+                yield session
                 items = items[1:]
                 first = False
-            yield items
+            yield [ToolCallRecord.from_item(i) for i in items if int(i["ttl"]) > now_s]
             if "LastEvaluatedKey" not in response:
                 return
             request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
@@ -579,22 +478,16 @@ class SessionStore:
         session_id: str,
         owner: str | None,
         expected: int | None,
-        change: Callable[[Expr], tuple[str, str]],
-        judge: Callable[[Session], Session | None],
+        change: Change,
+        judge: Judge,
     ) -> Session:
-        """One versioned write: ``version = :v`` condition, increment and token in one request.
-
-        ``change`` gives the SET clause and the extra condition; ``judge`` looks at the current
-        item after a failure and returns it (no-op success), raises, or returns None (a stale
-        version: retry). Our token goes into ring slot ``w<new version % RING_SIZE>``; if a
-        retry fails and finds it there, our earlier attempt landed and we are done.
-        Callers validate ``session_id`` and ``owner`` first.
-        """
-        token = self.ids.token()
+        """A versioned write (``writes.VersionedWrite``) from the best version known: the
+        caller's, this instance's hint, or -- on a cold instance -- one read."""
+        token = self._token()
         if expected is not None:
             version = expected
         else:
-            hint = self._seen_entry(session_id, owner)
+            hint = self._hint(session_id, owner)
             if hint is not None:
                 version = hint.version
             else:
@@ -603,114 +496,51 @@ class SessionStore:
                 if done is not None:
                     return done
                 version = current.version
-        uncertain_since: int | None = None  # version of the attempt whose response was lost
-        settle = Settle()
-        for attempt in range(self.retry.max_attempts):
-            now_ms = self.clock.now_ms()
-            e = Expr()
-            update, extra = change(e)
-            new_version = version + 1
-            attempted = version
-            request = {
-                "TableName": self.table_name,
-                "Key": schema.meta_key(session_id),
-                "UpdateExpression": (
-                    f"SET {update}, {e.n('version')} = {e.v(new_version)}, "
-                    f"{e.n('updatedAt')} = {e.v(format_timestamp(now_ms))}, "
-                    f"{e.n(schema.ring_slot(new_version))} = {e.v(token)}"
-                ),
-                "ConditionExpression": all_of(
-                    live_session(e, owner=owner, now_s=now_ms // 1000),
-                    f"{e.n('version')} = {e.v(version)}",
-                    extra,
-                ),
-                "ReturnValues": "ALL_NEW",
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                **e.params(),
-            }
-            try:
-                return self._session_from(self._call("update_item", request)["Attributes"])
-            except ConditionFailed as failed:
-                old = failed.old
-                if old is not None and token in _ring(old):
-                    return self._session_from_python(old)  # our lost attempt had landed
-                if failed.ambiguous and uncertain_since is None:
-                    uncertain_since = version  # botocore retried a lost attempt of ours
-                current = self._live(session_id, old, owner, now_ms // 1000)
-                self._remember(current)
-                if (
-                    uncertain_since is not None
-                    and current.version >= uncertain_since + 1 + schema.RING_SIZE
-                ):
-                    # The ring no longer covers the lost attempt: applying again could duplicate.
-                    raise Unavailable(
-                        f"session {session_id!r}: a write's response was lost and its outcome "
-                        "can no longer be proven",
-                        maybe_applied=True,
-                    ) from None
-                done = judge(current)
-                if done is not None:
-                    return done
-                if current.version == version:  # only the extra condition failed, unexplained
-                    raise DynamoDBError("ConditionalCheckFailedException", repr(old)) from None
-                if expected is not None:
-                    raise VersionConflict(session_id, expected, current) from None
-                version = current.version
-            except Unavailable as exc:
-                if exc.maybe_applied and uncertain_since is None:
-                    uncertain_since = version
-                settle.absorb(exc)
-            if attempt + 1 < self.retry.max_attempts:
-                self.retry.backoff(attempt)
-        current = self.get_session(session_id, owner=owner)
-        raise ConflictRetriesExhausted(session_id, attempted, current, self.retry.max_attempts)
+        plan = VersionedWrite(
+            self.table_name,
+            session_id,
+            owner,
+            token,
+            version,
+            expected,
+            change,
+            judge,
+            self._remember,
+        )
+        return self._drive(plan, f"write to session {session_id!r}")
+
+    def _drive(self, plan: Plan[R], what: str) -> R:
+        return drive(plan, self._call, self.clock, self.retry, what)
 
     def _call(self, operation: str, request: dict[str, Any]) -> Any:
         return send(self.client, operation, request, self.table_name, self.item_size_limit)
 
-    def _live(
-        self, session_id: str, item: dict[str, Any] | None, owner: str | None, now_s: int
-    ) -> Session:
-        """The item as a Session, or the error that explains why there is none."""
-        if item is None or not _owned(item, owner):
-            raise SessionNotFound(session_id)
-        if int(item["ttl"]) <= now_s:
-            raise SessionExpired(session_id, int(item["ttl"]))
-        return Session.from_item(item)
-
-    def _session_from(self, wire_item: dict[str, Any]) -> Session:
-        return self._session_from_python(to_python(wire_item) or {})
-
-    def _session_from_python(self, item: dict[str, Any]) -> Session:
-        session = Session.from_item(item)
-        self._remember(session)
-        return session
+    def _token(self) -> str:
+        return validate_token(self.ids.token())
 
     def _remember(self, session: Session) -> None:
+        hint = _Hint(
+            session.version, session.context_bytes, session.ttl, session.owner, session.incarnation
+        )
         with self._seen_lock:
             old = self._seen.get(session.session_id)
-            if old is None or old.version <= session.version:
-                self._seen[session.session_id] = _Seen(
-                    session.version, session.context_bytes, session.ttl, session.owner
-                )
+            # Another incarnation (the id was reused after TTL removed the session) replaces the
+            # hint whatever its version; within one incarnation versions only go up.
+            if old is None or old.incarnation != hint.incarnation or old.version <= hint.version:
+                self._seen[session.session_id] = hint
             self._seen.move_to_end(session.session_id)
             while len(self._seen) > 10_000:
                 self._seen.popitem(last=False)
 
-    def _seen_entry(self, session_id: str, owner: str | None) -> _Seen | None:
-        """The hint for ``session_id`` -- only for its own owner: acting on another owner's
-        hint (refusing before sending, say) would tell them the session exists."""
+    def _hint(self, session_id: str, owner: str | None) -> _Hint | None:
+        """The hint for ``session_id`` -- only for its own owner (acting on another owner's hint
+        would tell them the session exists), and only while its ttl has not passed (after that
+        the id may belong to a new incarnation)."""
         with self._seen_lock:
             seen = self._seen.get(session_id)
-        return seen if seen is not None and seen.owner == owner else None
-
-
-def _ring(item: dict[str, Any]) -> set[str]:
-    return {item[slot] for i in range(schema.RING_SIZE) if (slot := f"w{i}") in item}
-
-
-def _owned(item: dict[str, Any], owner: str | None) -> bool:
-    return item.get("owner") == owner
+        if seen is None or seen.owner != owner or seen.ttl <= self.clock.now_ms() // 1000:
+            return None
+        return seen
 
 
 def _validate_ttl(ttl_seconds: object) -> None:

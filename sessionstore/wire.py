@@ -1,13 +1,26 @@
-"""Talking to DynamoDB: wire conversion, and every failure translated into our errors.
+"""Talking to DynamoDB: wire conversion, and every failure translated into what it means.
 
-Condition failures become internal exceptions carrying the item as it is (ALL_OLD), so the
-store can explain them without a second read; throttling and network faults that outlive
-botocore's retries become ``Unavailable``, saying whether a write may have landed.
+A request either succeeds, or fails in one of four ways the attempt driver
+(``sessionstore.attempts``) knows how to handle:
+
+* ``ConditionFailed`` / ``Cancelled`` -- a condition was false; they carry the item as it is
+  (ALL_OLD), so the store explains the failure without a second read;
+* ``Contended`` -- refused because of other traffic and provably not applied: real DynamoDB's
+  ``TransactionConflictException`` (a write met an item held by an in-flight transaction) and
+  transaction cancellations whose reasons are only ``TransactionConflict`` / ``ThrottlingError``
+  / ``ProvisionedThroughputExceeded``. botocore retries neither, so the driver backs off;
+* ``Unavailable`` -- throttling or a network/server fault that outlived botocore's own retries,
+  saying whether a write may have landed.
+
+Whether an attempt *may have landed* is learnt per request: botocore reports only its last
+attempt, so a ``needs-retry`` hook marks every attempt that timed out, lost its connection or
+got a 5xx. The mark lives in botocore's per-request ``context`` (tagged in ``before-call`` from a
+context variable), not in a thread-local, so it is right for threads and asyncio tasks alike.
 """
 
 from __future__ import annotations
 
-import threading
+from contextvars import ContextVar
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
@@ -24,28 +37,58 @@ from .expressions import to_wire
 
 _DESER = TypeDeserializer()
 
-_THROTTLES = {
-    "ThrottlingException",
-    "ProvisionedThroughputExceededException",
-    "RequestLimitExceeded",
-}
-_SERVER_ERRORS = {"InternalServerError", "ServiceUnavailable", "InternalFailure"}
+_THROTTLES = frozenset(
+    {"ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded"}
+)
+_SERVER_ERRORS = frozenset({"InternalServerError", "ServiceUnavailable", "InternalFailure"})
+#: Cancellation reasons that mean "other traffic got in the way": nothing was written.
+_CONTENTION_REASONS = frozenset(
+    {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
+)
 _READS = frozenset({"get_item", "query"})
-#: When botocore's own retries give up on a write whose outcome is unknown, re-send it (same
-#: token) at most this many times to settle the outcome. Anything else fails fast: botocore has
-#: already retried it, and stacking our retries on its retries multiplies the load.
-_SETTLE_RESENDS = 2
-_ATTEMPTS = threading.local()
+_CONTEXT_KEY = "sessionstore.attempt"
+
+
+class _Attempt:
+    """One logical send: did any of botocore's attempts maybe land without our hearing back?"""
+
+    __slots__ = ("ambiguous",)
+
+    def __init__(self) -> None:
+        self.ambiguous = False
+
+
+_CURRENT: ContextVar[_Attempt | None] = ContextVar("sessionstore_attempt", default=None)
+
+
+def tag_request(context: dict[str, Any], **_: Any) -> None:
+    """``before-call`` hook: hand this send's marker to botocore's per-request context."""
+    attempt = _CURRENT.get()
+    if attempt is not None:
+        context[_CONTEXT_KEY] = attempt
 
 
 def watch_attempt(
-    caught_exception: Exception | None = None, response: Any = None, **_: Any
+    caught_exception: Exception | None = None,
+    response: Any = None,
+    request_dict: dict[str, Any] | None = None,
+    **_: Any,
 ) -> None:
-    """``needs-retry`` hook: note any attempt that may have been applied without our hearing
-    back (a read timeout, a dropped connection, a 5xx), since botocore reports only the last."""
+    """``needs-retry`` hook: mark an attempt that may have been applied although no answer came
+    back (a read timeout, a dropped connection, a 5xx)."""
+    attempt = ((request_dict or {}).get("context") or {}).get(_CONTEXT_KEY)
+    if attempt is None:
+        return
     status = response[0].status_code if response and response[0] is not None else 0
     if isinstance(caught_exception, ReadTimeoutError | ConnectionClosedError) or status >= 500:
-        _ATTEMPTS.ambiguous = True
+        attempt.ambiguous = True
+
+
+def install_hooks(client: Any) -> None:
+    """Register the two hooks on ``client`` (idempotent)."""
+    events = client.meta.events
+    events.register("before-call.dynamodb", tag_request, unique_id="sessionstore.tag-request")
+    events.register("needs-retry.dynamodb", watch_attempt, unique_id="sessionstore.watch-attempt")
 
 
 def value_from_wire(value: dict[str, Any]) -> Any:
@@ -68,42 +111,32 @@ def item_to_wire(item: dict[str, Any]) -> dict[str, Any]:
     return {k: to_wire(v) for k, v in item.items()}
 
 
-class ConditionFailed(Exception):
-    """Internal: a condition failed; ``old`` is the item as it is (None if absent).
+class Refused(Exception):
+    """Internal: DynamoDB refused the request; nothing of *this* attempt was written.
 
     ``ambiguous``: an earlier attempt of the same request, retried inside botocore, may have
-    been applied without our hearing back -- so the failure may be our own write's doing.
+    been applied without our hearing back -- so the refusal may be our own write's doing.
     """
 
-    def __init__(self, old: dict[str, Any] | None, ambiguous: bool) -> None:
-        self.old = old
+    def __init__(self, ambiguous: bool) -> None:
+        super().__init__()
         self.ambiguous = ambiguous
 
 
-class Settle:
-    """Tracks the Unavailable failures of one logical write (see ``_SETTLE_RESENDS``)."""
+class ConditionFailed(Refused):
+    """Internal: a condition failed; ``old`` is the item as it is (None if absent)."""
 
-    def __init__(self) -> None:
-        self.resends = 0
-        self.maybe_applied = False
-
-    def absorb(self, exc: Unavailable) -> None:
-        """Return to re-send, or raise: fail fast unless the outcome is unknown."""
-        if exc.maybe_applied and self.resends < _SETTLE_RESENDS:
-            self.maybe_applied = True
-            self.resends += 1
-            return
-        if self.maybe_applied and not exc.maybe_applied:
-            raise Unavailable(str(exc), maybe_applied=True) from exc
-        raise exc
+    def __init__(self, old: dict[str, Any] | None, ambiguous: bool) -> None:
+        super().__init__(ambiguous)
+        self.old = old
 
 
-class Cancelled(Exception):
-    """Internal: a transaction was cancelled; one reason per action, in order."""
+class Cancelled(Refused):
+    """Internal: a transaction was cancelled by a failed condition; one reason per action."""
 
-    def __init__(self, reasons: list[dict[str, Any]]) -> None:
+    def __init__(self, reasons: list[dict[str, Any]], ambiguous: bool) -> None:
+        super().__init__(ambiguous)
         self.reasons = reasons
-        self.conflict = any(r.get("Code") == "TransactionConflict" for r in reasons)
 
     def failed(self, index: int) -> bool:
         return (
@@ -117,12 +150,20 @@ class Cancelled(Exception):
         return to_python(self.reasons[index].get("Item"))
 
 
+class Contended(Refused):
+    """Internal: refused because of concurrent traffic, provably not applied; worth a retry."""
+
+    def __init__(self, code: str, ambiguous: bool) -> None:
+        super().__init__(ambiguous)
+        self.code = code
+
 
 def send(
-client: Any, operation: str, request: dict[str, Any], table_name: str, item_size_limit: int
+    client: Any, operation: str, request: dict[str, Any], table_name: str, item_size_limit: int
 ) -> Any:
     """Send one request; translate every failure into our errors."""
-    _ATTEMPTS.ambiguous = False
+    attempt = _Attempt()
+    reset = _CURRENT.set(attempt)
     try:
         return getattr(client, operation)(**request)
     except ClientError as exc:
@@ -130,15 +171,23 @@ client: Any, operation: str, request: dict[str, Any], table_name: str, item_size
         code = response.get("Error", {}).get("Code", "")
         message = response.get("Error", {}).get("Message", "")
         if code == "ConditionalCheckFailedException":
-            raise ConditionFailed(
-                to_python(response.get("Item")), getattr(_ATTEMPTS, "ambiguous", False)
-            ) from exc
+            raise ConditionFailed(to_python(response.get("Item")), attempt.ambiguous) from exc
         if code == "TransactionCanceledException":
-            raise Cancelled(response.get("CancellationReasons", [])) from exc
+            reasons = response.get("CancellationReasons", [])
+            codes = {r.get("Code") for r in reasons} - {"None", None}
+            if "ConditionalCheckFailed" in codes:
+                raise Cancelled(reasons, attempt.ambiguous) from exc
+            if codes and codes <= _CONTENTION_REASONS:
+                raise Contended(f"{code} {sorted(codes)}", attempt.ambiguous) from exc
+            if any("size" in str(r.get("Message", "")).lower() for r in reasons):
+                raise ItemTooLarge(0, 0, item_size_limit, by_engine=True) from exc
+            raise DynamoDBError(code, message, reasons) from exc
+        if code == "TransactionConflictException":
+            raise Contended(code, attempt.ambiguous) from exc
         if code in _THROTTLES or code in _SERVER_ERRORS:
             raise Unavailable(
                 f"DynamoDB {code} after retries: {message}",
-                maybe_applied=operation not in _READS and _ATTEMPTS.ambiguous,
+                maybe_applied=operation not in _READS and attempt.ambiguous,
             ) from exc
         if code == "ResourceNotFoundException":
             raise TableNotFound(f"table {table_name!r} not found: {message}") from exc
@@ -148,6 +197,7 @@ client: Any, operation: str, request: dict[str, Any], table_name: str, item_size
     except (BotoConnectionError, HTTPClientError) as exc:
         raise Unavailable(
             f"DynamoDB unreachable after retries: {exc}",
-            maybe_applied=operation not in _READS and _ATTEMPTS.ambiguous,
+            maybe_applied=operation not in _READS and attempt.ambiguous,
         ) from exc
-
+    finally:
+        _CURRENT.reset(reset)

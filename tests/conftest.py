@@ -58,4 +58,5 @@ def active(store: ss.SessionStore) -> ss.Session:
     session = store.create_session(owner="alice")
     return store.activate(session.session_id, owner="alice")
 
+
 __all__ = ["scan"]

@@ -11,9 +11,26 @@ import sessionstore as ss
 from sessionstore import codec, sizing
 
 VALUES: list[Any] = [
-    None, True, False, 0, -1, 1.0, 0.1, 1e-7, -2.5e300, 5e-324, 10**40, -(10**100), "",
-    "unicode \u00e9\u4e2d\U0001f600", "quote\"back\\slash\nnewline\x00nul", [], {}, [[]],
-    {"": ""}, {"nested": {"list": [1, 2.0, "3", None, {"deep": [True]}]}},
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1.0,
+    0.1,
+    1e-7,
+    -2.5e300,
+    5e-324,
+    10**40,
+    -(10**100),
+    "",
+    "unicode \u00e9\u4e2d\U0001f600",
+    'quote"back\\slash\nnewline\x00nul',
+    [],
+    {},
+    [[]],
+    {"": ""},
+    {"nested": {"list": [1, 2.0, "3", None, {"deep": [True]}]}},
     {"b": 1, "a": 2},
 ]
 
@@ -34,8 +51,9 @@ def test_payloads_round_trip_through_the_store(
         repr(v) for v in VALUES
     ]
     for n, value in enumerate(VALUES):
-        rec = store.record_tool_call(active.session_id, f"c{n}", "t", value, [value], 1,
-                                     owner="alice")
+        rec = store.record_tool_call(
+            active.session_id, f"c{n}", "t", value, [value], 1, owner="alice"
+        )
         assert repr(rec.input) == repr(value)
         clock.advance(ms=1)  # history is in time order; ties within a millisecond go by id
     _, history = store.load(active.session_id, owner="alice")
@@ -43,11 +61,26 @@ def test_payloads_round_trip_through_the_store(
     assert [repr(r.output) for r in history] == [repr([v]) for v in VALUES]
 
 
-@pytest.mark.parametrize("bad", [
-    math.nan, math.inf, -math.inf, [1, math.nan], {"x": math.inf}, b"bytes", {1, 2}, (1, 2),
-    object(), {1: "int key"}, {(1,): "tuple key"}, "\ud800 lone surrogate",
-    {"k\udfff": 1}, 10**5000,
-], ids=lambda v: type(v).__name__)
+@pytest.mark.parametrize(
+    "bad",
+    [
+        math.nan,
+        math.inf,
+        -math.inf,
+        [1, math.nan],
+        {"x": math.inf},
+        b"bytes",
+        {1, 2},
+        (1, 2),
+        object(),
+        {1: "int key"},
+        {(1,): "tuple key"},
+        "\ud800 lone surrogate",
+        {"k\udfff": 1},
+        10**5000,
+    ],
+    ids=lambda v: type(v).__name__,
+)
 def test_codec_refuses_what_json_cannot_hold(bad: Any) -> None:
     with pytest.raises(ss.InvalidInput):
         codec.encode(bad)
@@ -65,29 +98,39 @@ def test_codec_refuses_deep_nesting_but_allows_the_limit() -> None:
 # Worked by hand from AWS's "DynamoDB item sizes and formats":
 #   name bytes + value bytes; number = ceil(significant digits / 2) + 1;
 #   list/map = 3 + elements + 1 per element; bool/null = 1.
-@pytest.mark.parametrize("item,expected", [
-    ({"a": {"S": "hello"}}, 1 + 5),
-    ({"name": {"S": "\u00e9"}}, 4 + 2),                      # UTF-8: 2 bytes
-    ({"n": {"N": "7"}}, 1 + 2),                               # 1 digit -> 1 + 1
-    ({"n": {"N": "123"}}, 1 + 3),                             # 3 digits -> 2 + 1
-    ({"n": {"N": "1000"}}, 1 + 2),                            # trailing zeros trimmed
-    ({"n": {"N": "0.0012"}}, 1 + 2),                          # leading zeros trimmed
-    ({"n": {"N": "-12345"}}, 1 + 4),
-    ({"b": {"BOOL": True}, "z": {"NULL": True}}, 2 + 2),
-    ({"l": {"L": []}}, 1 + 3),
-    ({"l": {"L": [{"S": "ab"}, {"N": "1"}]}}, 1 + 3 + (2 + 1) + (2 + 1)),
-    ({"m": {"M": {"k": {"S": "v"}}}}, 1 + 3 + (1 + 1 + 1)),
-    ({"ss": {"SS": ["a", "bc"]}}, 2 + 3),
-    ({"bin": {"B": b"\x00\x01\x02"}}, 3 + 3),
-])
+@pytest.mark.parametrize(
+    "item,expected",
+    [
+        ({"a": {"S": "hello"}}, 1 + 5),
+        ({"name": {"S": "\u00e9"}}, 4 + 2),  # UTF-8: 2 bytes
+        ({"n": {"N": "7"}}, 1 + 2),  # 1 digit -> 1 + 1
+        ({"n": {"N": "123"}}, 1 + 3),  # 3 digits -> 2 + 1
+        ({"n": {"N": "1000"}}, 1 + 2),  # trailing zeros trimmed
+        ({"n": {"N": "0.0012"}}, 1 + 2),  # leading zeros trimmed
+        ({"n": {"N": "-12345"}}, 1 + 4),
+        ({"b": {"BOOL": True}, "z": {"NULL": True}}, 2 + 2),
+        ({"l": {"L": []}}, 1 + 3),
+        ({"l": {"L": [{"S": "ab"}, {"N": "1"}]}}, 1 + 3 + (2 + 1) + (2 + 1)),
+        ({"m": {"M": {"k": {"S": "v"}}}}, 1 + 3 + (1 + 1 + 1)),
+        ({"ss": {"SS": ["a", "bc"]}}, 2 + 3),
+        ({"bin": {"B": b"\x00\x01\x02"}}, 3 + 3),
+    ],
+)
 def test_item_size_matches_worked_examples(item: dict[str, Any], expected: int) -> None:
     assert sizing.item_size(item) == expected
 
 
-@pytest.mark.parametrize("size,strong,eventual,write,txn", [
-    (1, 1.0, 0.5, 1, 2), (1024, 1.0, 0.5, 1, 2), (1025, 1.0, 0.5, 2, 4),
-    (4096, 1.0, 0.5, 4, 8), (4097, 2.0, 1.0, 5, 10), (409_600, 100.0, 50.0, 400, 800),
-])
+@pytest.mark.parametrize(
+    "size,strong,eventual,write,txn",
+    [
+        (1, 1.0, 0.5, 1, 2),
+        (1024, 1.0, 0.5, 1, 2),
+        (1025, 1.0, 0.5, 2, 4),
+        (4096, 1.0, 0.5, 4, 8),
+        (4097, 2.0, 1.0, 5, 10),
+        (409_600, 100.0, 50.0, 400, 800),
+    ],
+)
 def test_capacity_units(size: int, strong: float, eventual: float, write: int, txn: int) -> None:
     assert sizing.read_units(size) == strong
     assert sizing.read_units(size, consistent=False) == eventual
@@ -96,7 +139,7 @@ def test_capacity_units(size: int, strong: float, eventual: float, write: int, t
 
 
 def test_query_rounds_the_sum_once() -> None:
-    assert sizing.query_read_units([1000] * 4) == 1.0   # 4,000 B: one 4 KB unit
+    assert sizing.query_read_units([1000] * 4) == 1.0  # 4,000 B: one 4 KB unit
     assert sizing.query_read_units([1000] * 5) == 2.0
 
 
@@ -104,7 +147,8 @@ def test_metadata_item_size_is_what_we_budget(
     store: ss.SessionStore, active: ss.Session, client: Any, table: str
 ) -> None:
     session = store.append_context(active.session_id, ["x" * 1000], owner="alice")
-    raw = client.get_item(TableName=table, Key={"pk": {"S": f"session#{active.session_id}"},
-                                                 "sk": {"S": "metadata"}})["Item"]
+    raw = client.get_item(
+        TableName=table, Key={"pk": {"S": f"session#{active.session_id}"}, "sk": {"S": "metadata"}}
+    )["Item"]
     assert sizing.value_size(raw["context"]) == session.context_bytes
     assert sizing.item_size(raw) <= ss.METADATA_OVERHEAD + session.context_bytes

@@ -18,8 +18,7 @@ from .conftest import scan
 def test_append_is_one_request_and_bumps_the_version(
     store: ss.SessionStore, active: ss.Session, requests: RequestLog
 ) -> None:
-    s1 = store.append_context(active.session_id, [{"role": "user", "content": "hi"}],
-                              owner="alice")
+    s1 = store.append_context(active.session_id, [{"role": "user", "content": "hi"}], owner="alice")
     s2 = store.append_context(active.session_id, ["a", "b"], owner="alice")
     assert requests.counts() == {"UpdateItem": 2}
     assert (s1.version, s2.version) == (active.version + 1, active.version + 2)
@@ -35,16 +34,21 @@ def test_expected_version_conflict_carries_the_current_session(
     store.append_context(active.session_id, ["first"], owner="alice")
     requests.reset()
     with pytest.raises(ss.VersionConflict) as err:
-        store.append_context(active.session_id, ["stale"], owner="alice",
-                             expected_version=active.version)
+        store.append_context(
+            active.session_id, ["stale"], owner="alice", expected_version=active.version
+        )
     assert requests.count == 1
     assert err.value.current.version == active.version + 1
     assert err.value.current.context == ("first",)
 
 
 def test_without_expected_version_conflicts_are_retried_in_one_request_each(
-    client: Any, table: str, clock: ss.ManualClock, store: ss.SessionStore,
-    active: ss.Session, requests: RequestLog,
+    client: Any,
+    table: str,
+    clock: ss.ManualClock,
+    store: ss.SessionStore,
+    active: ss.Session,
+    requests: RequestLog,
 ) -> None:
     other = ss.SessionStore(client, table, clock=clock)
     other.append_context(active.session_id, ["theirs"], owner="alice")  # cold: read + write
@@ -59,8 +63,11 @@ def test_append_needs_an_active_session(
     store: ss.SessionStore, client: Any, table: str, status: str
 ) -> None:
     sid = store.create_session().session_id
-    path = {"initializing": [], "closing": [store.activate, store.begin_close],
-            "closed": [store.activate, store.begin_close, store.close]}[status]
+    path = {
+        "initializing": [],
+        "closing": [store.activate, store.begin_close],
+        "closed": [store.activate, store.begin_close, store.close],
+    }[status]
     for step in path:
         step(sid)
     before = scan(client, table)
@@ -100,8 +107,7 @@ def test_source_append_leaves_a_ghost_or_fails_ours_writes_nothing(
     ghosts = scan(client, table)
     assert err.value.response["Error"]["Code"] == "ConditionalCheckFailedException"
     assert len(ghosts) == 1 and "ttl" not in ghosts[0] and "status" not in ghosts[0]
-    client.delete_item(TableName=table, Key={"pk": {"S": "session#gone"},
-                                             "sk": {"S": "metadata"}})
+    client.delete_item(TableName=table, Key={"pk": {"S": "session#gone"}, "sk": {"S": "metadata"}})
     with pytest.raises(ss.SessionNotFound):
         store.append_context("gone", ["hello"])
     assert scan(client, table) == []
@@ -145,8 +151,9 @@ def test_source_pattern_duplicates_on_a_lost_response(
             for _attempt in range(3):  # the source design's read-then-append loop
                 version = int(_raw_meta(client, table, sid)["version"]["N"])
                 try:
-                    source_design.append_context_messages(client, sid, [f"m{trial}"], version,
-                                                          table=table)
+                    source_design.append_context_messages(
+                        client, sid, [f"m{trial}"], version, table=table
+                    )
                     break
                 except ClientError as exc:
                     assert exc.response["Error"]["Code"] == "ConditionalCheckFailedException"
@@ -163,9 +170,11 @@ def test_lost_response_on_update_status_applies_once(
     assert result.version == active.version + 1
 
 
-def test_item_too_large_is_raised_before_sending(
+def test_item_too_large_is_refused_by_the_condition_and_writes_nothing(
     client: Any, table: str, clock: ss.ManualClock, requests: RequestLog
 ) -> None:
+    """A full context is refused by the server-side guard in one request: the instance's hint
+    is never a reason to refuse by itself (it may be another incarnation's)."""
     limit = 20_000
     store = ss.SessionStore(client, table, clock=clock, item_size_limit=limit)
     sid = store.activate(store.create_session().session_id).session_id
@@ -180,7 +189,7 @@ def test_item_too_large_is_raised_before_sending(
     requests.reset()
     with pytest.raises(ss.ItemTooLarge):
         store.append_context(sid, [chunk])
-    assert requests.count == 0  # refused before sending
+    assert requests.count == 1  # one refused UpdateItem, no read, no retry
     assert too_large.limit == limit and too_large.current + too_large.added > limit
     assert sizing.item_size(_raw_meta(client, table, sid)) <= limit
     assert store.get_session(sid) == before
@@ -204,6 +213,20 @@ def test_item_too_large_from_another_instance_is_caught_by_the_condition(
     assert writer.get_session(sid) == before
 
 
+def test_messages_that_could_never_fit_are_refused_before_sending(
+    client: Any, table: str, clock: ss.ManualClock, requests: RequestLog
+) -> None:
+    limit = 20_000
+    store = ss.SessionStore(client, table, clock=clock, item_size_limit=limit)
+    sid = store.activate(store.create_session().session_id).session_id
+    requests.reset()
+    with pytest.raises(ss.ItemTooLarge) as caught:
+        store.append_context(sid, ["x" * limit])
+    assert requests.count == 0
+    assert caught.value.added > limit - METADATA_OVERHEAD
+    assert store.get_session(sid).version == 2
+
+
 def test_largest_context_that_fits(client: Any, table: str, clock: ss.ManualClock) -> None:
     """With the default 409,600 B limit, the context list may reach limit - reserve."""
     limit = sizing.MAX_ITEM_BYTES
@@ -214,11 +237,26 @@ def test_largest_context_that_fits(client: Any, table: str, clock: ss.ManualCloc
     assert 0 < METADATA_OVERHEAD < 2_000
 
 
-@pytest.mark.parametrize("messages", [[], "text", b"bytes", None, [float("nan")],
-                                      [{"k": float("inf")}], [object()], [{1: "int key"}]])
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [],
+        "text",
+        b"bytes",
+        None,
+        [float("nan")],
+        [{"k": float("inf")}],
+        [object()],
+        [{1: "int key"}],
+    ],
+)
 def test_bad_messages_write_nothing(
-    store: ss.SessionStore, active: ss.Session, client: Any, table: str,
-    requests: RequestLog, messages: Any,
+    store: ss.SessionStore,
+    active: ss.Session,
+    client: Any,
+    table: str,
+    requests: RequestLog,
+    messages: Any,
 ) -> None:
     before = scan(client, table)
     requests.reset()

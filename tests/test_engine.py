@@ -113,8 +113,16 @@ def test_linearizable_across_processes(client: Any, engine: LocalDynamoDB) -> No
     per_worker, workers = 10, 4
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "sessionstore.testing.race", engine.endpoint_url, "prace",
-             "procs", str(i), str(per_worker)],
+            [
+                sys.executable,
+                "-m",
+                "sessionstore.testing.race",
+                engine.endpoint_url,
+                "prace",
+                "procs",
+                str(i),
+                str(per_worker),
+            ],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -167,8 +175,12 @@ def test_stock_moto_loses_updates_which_is_why_we_serialize() -> None:
     seen = []
     for _ in range(3):
         out = subprocess.run(
-            [sys.executable, "-c", STOCK_RACE], capture_output=True, text=True, timeout=120,
-            env=env, check=True,
+            [sys.executable, "-c", STOCK_RACE],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            check=True,
         ).stdout.split()
         acked, lost_updates, lost_elements = map(int, out)
         seen.append((acked, lost_updates, lost_elements))

@@ -55,8 +55,12 @@ HOSTILE = settings(
     # No shrinking: the model carries state from one example to the next, so a replayed
     # "smaller" example would not meet the same table; the first failure is the one to see.
     phases=[Phase.explicit, Phase.generate],
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                           HealthCheck.filter_too_much, HealthCheck.large_base_example],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+        HealthCheck.large_base_example,
+    ],
 )
 
 # ------------------------------------------------------------------------------ strategies
@@ -65,8 +69,24 @@ VISIBLE = st.characters(min_codepoint=0x21, max_codepoint=0x7E)
 valid_ids = st.text(VISIBLE, min_size=1, max_size=128)
 _short = st.text(VISIBLE, max_size=8)
 _bad_chars = st.sampled_from(
-    ["\x00", "\t", "\n", "\r", " ", "\x7f", "\x1b", "\u00e9", "\u00a0", "\u2028", "\ufeff",
-     "\u200b", "\ud800", "\udfff", "\U0001f642", "\uff03"]
+    [
+        "\x00",
+        "\t",
+        "\n",
+        "\r",
+        " ",
+        "\x7f",
+        "\x1b",
+        "\u00e9",
+        "\u00a0",
+        "\u2028",
+        "\ufeff",
+        "\u200b",
+        "\ud800",
+        "\udfff",
+        "\U0001f642",
+        "\uff03",
+    ]
 )
 hostile_ids: st.SearchStrategy[Any] = st.one_of(
     st.just(""),
@@ -74,27 +94,45 @@ hostile_ids: st.SearchStrategy[Any] = st.one_of(
     st.builds(lambda a, c, b: a + c + b, _short, _bad_chars, _short),
     st.text(min_size=1, max_size=12),  # arbitrary unicode (sometimes valid by chance)
     st.text(st.characters(categories=["Cc", "Zs", "Cs"]), min_size=1, max_size=4),
-    st.none(), st.integers(), st.floats(), st.binary(max_size=8), st.booleans(),
-    st.lists(st.integers(), max_size=2), st.just(b"session"), st.builds(object),
+    st.none(),
+    st.integers(),
+    st.floats(),
+    st.binary(max_size=8),
+    st.booleans(),
+    st.lists(st.integers(), max_size=2),
+    st.just(b"session"),
+    st.builds(object),
 )
 owners_valid: st.SearchStrategy[Any] = st.one_of(st.none(), valid_ids)
 ttl_valid = st.integers(1, MAX_TTL)
 ttl_hostile: st.SearchStrategy[Any] = st.one_of(
     st.sampled_from([0, -1, -86400, MAX_TTL + 1, 10**12, 10**100, -(10**100)]),
-    st.integers(max_value=0), st.integers(min_value=MAX_TTL + 1),
-    st.floats(), st.booleans(), st.text(max_size=4), st.none(), st.just(Decimal("60")),
-    st.just(60.0), st.just(float("inf")), st.just(float("nan")),
+    st.integers(max_value=0),
+    st.integers(min_value=MAX_TTL + 1),
+    st.floats(),
+    st.booleans(),
+    st.text(max_size=4),
+    st.none(),
+    st.just(Decimal("60")),
+    st.just(60.0),
+    st.just(float("inf")),
+    st.just(float("nan")),
 )
 
 _leaf: st.SearchStrategy[Any] = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.integers(min_value=2**63, max_value=2**200),
-    st.floats(allow_nan=False, allow_infinity=False), st.sampled_from([0.0, -0.0, 5e-324, 1e308]),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=2**63, max_value=2**200),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([0.0, -0.0, 5e-324, 1e308]),
     st.text(max_size=20),
 )
 json_values: st.SearchStrategy[Any] = st.recursive(
     _leaf,
-    lambda inner: st.one_of(st.lists(inner, max_size=4),
-                            st.dictionaries(st.text(max_size=6), inner, max_size=4)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
     max_leaves=10,
 )
 
@@ -113,9 +151,14 @@ class _Opaque:
 
 _bad_leaf: st.SearchStrategy[Any] = st.one_of(
     st.sampled_from([float("nan"), float("inf"), float("-inf")]),
-    st.binary(max_size=8), st.sets(st.integers(), max_size=3),
-    st.frozensets(st.text(max_size=3), max_size=3), st.builds(_Opaque), st.builds(object),
-    st.just(Decimal("1.5")), st.tuples(st.integers()), st.complex_numbers(max_magnitude=10),
+    st.binary(max_size=8),
+    st.sets(st.integers(), max_size=3),
+    st.frozensets(st.text(max_size=3), max_size=3),
+    st.builds(_Opaque),
+    st.builds(object),
+    st.just(Decimal("1.5")),
+    st.tuples(st.integers()),
+    st.complex_numbers(max_magnitude=10),
     st.builds(lambda: 10**5000),  # past Python's int-to-text limit (no repr: it can't print)
     st.sampled_from(["\ud800", "x\udfffy", "\udbff\udbff"]),  # lone surrogates
     st.dictionaries(st.integers(), st.integers(), min_size=1, max_size=2),  # non-string keys
@@ -124,14 +167,20 @@ _bad_leaf: st.SearchStrategy[Any] = st.one_of(
 hostile_values: st.SearchStrategy[Any] = st.one_of(
     _bad_leaf,
     st.lists(st.one_of(json_values, _bad_leaf), min_size=1, max_size=3).filter(
-        lambda xs: any(not _json_ok(x) for x in xs)),
+        lambda xs: any(not _json_ok(x) for x in xs)
+    ),
     st.builds(lambda v: {"ok": 1, "bad": v}, _bad_leaf),
     st.builds(_nest, st.integers(257, 1200), st.sampled_from(["list", "dict"])),
-    st.builds(lambda n, c: c * n, st.sampled_from([409_600, 500_000, 1_200_000]),
-              st.sampled_from(["x", "\u00e9", "\U0001f642"])),
+    st.builds(
+        lambda n, c: c * n,
+        st.sampled_from([409_600, 500_000, 1_200_000]),
+        st.sampled_from(["x", "\u00e9", "\U0001f642"]),
+    ),
 )
 payloads_valid: st.SearchStrategy[Any] = st.one_of(
-    json_values, json_values, json_values,
+    json_values,
+    json_values,
+    json_values,
     st.builds(_nest, st.integers(1, 256), st.sampled_from(["list", "dict"])),
     st.builds(lambda n: "y" * n, st.sampled_from([1_000, 20_000])),
 )
@@ -152,8 +201,9 @@ def _json_ok(value: Any, depth: int = 0) -> bool:
     if type(value) is list:
         return all(_json_ok(v, depth + 1) for v in value)
     if type(value) is dict:
-        return all(isinstance(k, str) and _text_ok(k) and _json_ok(v, depth + 1)
-                   for k, v in value.items())
+        return all(
+            isinstance(k, str) and _text_ok(k) and _json_ok(v, depth + 1) for k, v in value.items()
+        )
     return False
 
 
@@ -166,8 +216,11 @@ def _text_ok(text: str) -> bool:
 
 
 def _id_ok(value: Any) -> bool:
-    return (isinstance(value, str) and 1 <= len(value) <= 128
-            and all("\x21" <= c <= "\x7e" for c in value))
+    return (
+        isinstance(value, str)
+        and 1 <= len(value) <= 128
+        and all("\x21" <= c <= "\x7e" for c in value)
+    )
 
 
 def _ttl_ok(value: Any) -> bool:
@@ -237,7 +290,8 @@ class Env:
         if self.requests.count == 0 or not _id_ok(session_id) or session_id not in self.sessions:
             return
         response = self.client.get_item(
-            TableName=self.table, ConsistentRead=True,
+            TableName=self.table,
+            ConsistentRead=True,
             Key={"pk": {"S": f"session#{session_id}"}, "sk": {"S": "metadata"}},
         )
         if session_id not in self.sessions:
@@ -248,22 +302,29 @@ class Env:
 
     def audit_table(self) -> None:
         """The whole table is exactly the model: no stray item, no stray change."""
-        items = [{k: _DESER.deserialize(v) for k, v in i.items()}
-                 for i in scan(self.client, self.table)]
+        items = [
+            {k: _DESER.deserialize(v) for k, v in i.items()} for i in scan(self.client, self.table)
+        ]
         metas = {i["sessionId"]: ss.Session.from_item(i) for i in items if i["sk"] == "metadata"}
         assert metas == self.sessions
-        stored = {(i["sessionId"], i["toolCallId"]): ss.ToolCallRecord.from_item(i)
-                  for i in items if str(i["sk"]).startswith("tool#")}
+        stored = {
+            (i["sessionId"], i["toolCallId"]): ss.ToolCallRecord.from_item(i)
+            for i in items
+            if str(i["sk"]).startswith("tool#")
+        }
         assert stored == self.records
-        guards = sorted((i["pk"], i["toolCallId"]) for i in items
-                        if str(i["sk"]).startswith("toolid#"))
+        guards = sorted(
+            (i["pk"], i["toolCallId"]) for i in items if str(i["sk"]).startswith("toolid#")
+        )
         assert guards == sorted((f"session#{s}", t) for s, t in self.records)
         assert len(items) == len(metas) + 2 * len(stored)
 
     def report(self, name: str, started: float) -> None:
         elapsed = time.monotonic() - started
-        print(f"hostile {name}: {self.examples} examples, {self.sent} sent a request, "
-              f"{elapsed:.1f}s, outcomes {dict(sorted(self.outcomes.items()))}")
+        print(
+            f"hostile {name}: {self.examples} examples, {self.sent} sent a request, "
+            f"{elapsed:.1f}s, outcomes {dict(sorted(self.outcomes.items()))}"
+        )
         assert self.examples >= EXAMPLES, f"only {self.examples} examples ran"
 
 
@@ -272,8 +333,9 @@ def env(engine: LocalDynamoDB) -> Iterator[Env]:
     client = ss.connect(engine.endpoint_url)
     table = f"hostile{next(_tables)}"
     clock = ss.ManualClock("2026-01-01T12:00:00Z")
-    store = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds("h"),
-                            retry=RetryPolicy(sleep=lambda _s: None))
+    store = ss.SessionStore(
+        client, table, clock=clock, ids=ss.CounterIds("h"), retry=RetryPolicy(sleep=lambda _s: None)
+    )
     store.create_table()
     with RequestLog(client) as log:
         yield Env(client, table, store, log, clock)
@@ -294,14 +356,22 @@ def test_create_session(env: Env) -> None:
     started = time.monotonic()
 
     @HOSTILE
-    @given(calls({"session_id": st.one_of(valid_ids, st.none()), "owner": owners_valid,
-                  "ttl_seconds": ttl_valid},
-                 {"session_id": hostile_ids, "owner": hostile_ids, "ttl_seconds": ttl_hostile}))
+    @given(
+        calls(
+            {
+                "session_id": st.one_of(valid_ids, st.none()),
+                "owner": owners_valid,
+                "ttl_seconds": ttl_valid,
+            },
+            {"session_id": hostile_ids, "owner": hostile_ids, "ttl_seconds": ttl_hostile},
+        )
+    )
     def run(args: dict[str, Any]) -> None:
         sid, owner, ttl = args["session_id"], args["owner"], args["ttl_seconds"]
         ok = (sid is None or _id_ok(sid)) and (owner is None or _id_ok(owner)) and _ttl_ok(ttl)
-        session, err = _run(env, lambda: env.store.create_session(sid, owner=owner,
-                                                                  ttl_seconds=ttl))
+        session, err = _run(
+            env, lambda: env.store.create_session(sid, owner=owner, ttl_seconds=ttl)
+        )
         if not ok:
             assert isinstance(err, ss.InvalidInput), (args, err)
             assert env.requests.count == 0
@@ -315,7 +385,11 @@ def test_create_session(env: Env) -> None:
         assert err is None, (args, err)
         now_s = env.clock.now_ms() // 1000
         assert (session.owner, session.ttl, session.version, session.status) == (
-            owner, now_s + ttl, 1, S.INITIALIZING)
+            owner,
+            now_s + ttl,
+            1,
+            S.INITIALIZING,
+        )
         assert sid is None or session.session_id == sid
         assert env.store.get_session(session.session_id, owner=owner) == session
         env.sessions[session.session_id] = session
@@ -342,8 +416,12 @@ def test_get_session(env: Env) -> None:
     env.fresh("bob", active=False)
 
     @HOSTILE
-    @given(calls({"session_id": _session_ids(env), "owner": _owners()},
-                 {"session_id": hostile_ids, "owner": hostile_ids}))
+    @given(
+        calls(
+            {"session_id": _session_ids(env), "owner": _owners()},
+            {"session_id": hostile_ids, "owner": hostile_ids},
+        )
+    )
     def run(args: dict[str, Any]) -> None:
         sid, owner = args["session_id"], args["owner"]
         session, err = _run(env, lambda: env.store.get_session(sid, owner=owner))
@@ -364,7 +442,8 @@ def test_get_session(env: Env) -> None:
 
 _statuses_hostile: st.SearchStrategy[Any] = st.one_of(
     st.sampled_from(["active", "ACTIVE", "closed", "", None, 1, 0, True, b"active"]),
-    st.text(max_size=10), st.builds(object),
+    st.text(max_size=10),
+    st.builds(object),
 )
 FRESH = "<fresh session>"
 
@@ -375,10 +454,21 @@ def _lifecycle(env: Env, method: str) -> None:
         env.fresh("alice", active=False)
 
     @HOSTILE
-    @given(calls({"session_id": st.one_of(st.just(FRESH), st.sampled_from(sorted(env.sessions)),
-                                          st.sampled_from(sorted(env.sessions)), valid_ids),
-                  "to": st.sampled_from(list(S)), "owner": st.just("alice") | _owners()},
-                 {"session_id": hostile_ids, "to": _statuses_hostile, "owner": hostile_ids}))
+    @given(
+        calls(
+            {
+                "session_id": st.one_of(
+                    st.just(FRESH),
+                    st.sampled_from(sorted(env.sessions)),
+                    st.sampled_from(sorted(env.sessions)),
+                    valid_ids,
+                ),
+                "to": st.sampled_from(list(S)),
+                "owner": st.just("alice") | _owners(),
+            },
+            {"session_id": hostile_ids, "to": _statuses_hostile, "owner": hostile_ids},
+        )
+    )
     def run(args: dict[str, Any]) -> None:
         sid, to, owner = args["session_id"], args["to"], args["owner"]
         if sid == FRESH:
@@ -429,34 +519,59 @@ def test_append_context(env: Env) -> None:
         env.sessions[closed] = step(closed, owner="alice")
 
     @HOSTILE
-    @given(calls(
-        {"session_id": st.one_of(st.just("<current>"), st.just("<current>"), st.just(closed),
-                                 valid_ids),
-         "messages": st.lists(payloads_valid, min_size=1, max_size=3),
-         "expected_version": st.one_of(st.none(), st.none(), st.just("<current>"),
-                                       st.integers(1, 5)),
-         "owner": st.one_of(st.just("alice"), st.just("alice"), _owners())},
-        {"session_id": hostile_ids,
-         "messages": st.one_of(
-             st.lists(st.one_of(payloads_valid, hostile_values), min_size=1, max_size=3)
-             .filter(lambda ms: not all(_json_ok(m) for m in ms)),
-             st.just([]), st.text(max_size=5), st.binary(max_size=5), st.none(),
-             st.integers(), st.dictionaries(st.text(max_size=3), json_values, max_size=2),
-             st.sets(st.integers(), min_size=1, max_size=2), hostile_values),
-         "expected_version": st.one_of(st.integers(max_value=0), st.booleans(), st.floats(),
-                                       st.text(max_size=3), st.just(Decimal(2))),
-         "owner": hostile_ids}))
+    @given(
+        calls(
+            {
+                "session_id": st.one_of(
+                    st.just("<current>"), st.just("<current>"), st.just(closed), valid_ids
+                ),
+                "messages": st.lists(payloads_valid, min_size=1, max_size=3),
+                "expected_version": st.one_of(
+                    st.none(), st.none(), st.just("<current>"), st.integers(1, 5)
+                ),
+                "owner": st.one_of(st.just("alice"), st.just("alice"), _owners()),
+            },
+            {
+                "session_id": hostile_ids,
+                "messages": st.one_of(
+                    st.lists(
+                        st.one_of(payloads_valid, hostile_values), min_size=1, max_size=3
+                    ).filter(lambda ms: not all(_json_ok(m) for m in ms)),
+                    st.just([]),
+                    st.text(max_size=5),
+                    st.binary(max_size=5),
+                    st.none(),
+                    st.integers(),
+                    st.dictionaries(st.text(max_size=3), json_values, max_size=2),
+                    st.sets(st.integers(), min_size=1, max_size=2),
+                    hostile_values,
+                ),
+                "expected_version": st.one_of(
+                    st.integers(max_value=0),
+                    st.booleans(),
+                    st.floats(),
+                    st.text(max_size=3),
+                    st.just(Decimal(2)),
+                ),
+                "owner": hostile_ids,
+            },
+        )
+    )
     def run(args: dict[str, Any]) -> None:
         sid = current[-1] if args["session_id"] == "<current>" else args["session_id"]
         messages, owner = args["messages"], args["owner"]
         expected = args["expected_version"]
         if expected == "<current>":
             expected = env.sessions[sid].version if _id_ok(sid) and sid in env.sessions else 1
-        session, err = _run(env, lambda: env.store.append_context(
-            sid, messages, expected_version=expected, owner=owner))
+        session, err = _run(
+            env,
+            lambda: env.store.append_context(sid, messages, expected_version=expected, owner=owner),
+        )
         valid = (
-            _id_ok(sid) and (owner is None or _id_ok(owner))
-            and type(messages) in (list, tuple) and len(messages) > 0  # any Sequence
+            _id_ok(sid)
+            and (owner is None or _id_ok(owner))
+            and type(messages) in (list, tuple)
+            and len(messages) > 0  # any Sequence
             and all(_json_ok(m) for m in messages)
             and (expected is None or (type(expected) is int and expected >= 1))
         )
@@ -502,34 +617,71 @@ def test_record_tool_call(env: Env) -> None:
     idle = env.fresh("alice", active=False)
 
     @HOSTILE
-    @given(calls(
-        {"session_id": st.one_of(st.just(active), st.just(active), st.just(idle), valid_ids),
-         "tool_call_id": valid_ids,
-         "tool_name": st.text(min_size=1, max_size=256).filter(_text_ok),
-         "input": payloads_valid, "output": payloads_valid,
-         "duration_ms": st.integers(0, 10**12),
-         "owner": st.one_of(st.just("alice"), st.just("alice"), _owners()),
-         "ttl_seconds": st.one_of(st.none(), ttl_valid)},  # None: the session's own ttl
-        {"session_id": hostile_ids, "tool_call_id": hostile_ids,
-         "tool_name": st.one_of(st.just(""), st.text(min_size=257, max_size=300),
-                                st.sampled_from(["\ud800", "x\udfff"]), st.none(),
-                                st.integers(), st.binary(max_size=3)),
-         "input": hostile_values, "output": hostile_values,
-         "duration_ms": st.one_of(st.integers(max_value=-1), st.floats(), st.booleans(),
-                                  st.text(max_size=3), st.none()),
-         "owner": hostile_ids, "ttl_seconds": ttl_hostile}))
+    @given(
+        calls(
+            {
+                "session_id": st.one_of(st.just(active), st.just(active), st.just(idle), valid_ids),
+                "tool_call_id": valid_ids,
+                "tool_name": st.text(min_size=1, max_size=256).filter(_text_ok),
+                "input": payloads_valid,
+                "output": payloads_valid,
+                "duration_ms": st.integers(0, 10**12),
+                "owner": st.one_of(st.just("alice"), st.just("alice"), _owners()),
+                "ttl_seconds": st.one_of(st.none(), ttl_valid),
+            },  # None: the session's own ttl
+            {
+                "session_id": hostile_ids,
+                "tool_call_id": hostile_ids,
+                "tool_name": st.one_of(
+                    st.just(""),
+                    st.text(min_size=257, max_size=300),
+                    st.sampled_from(["\ud800", "x\udfff"]),
+                    st.none(),
+                    st.integers(),
+                    st.binary(max_size=3),
+                ),
+                "input": hostile_values,
+                "output": hostile_values,
+                "duration_ms": st.one_of(
+                    st.integers(max_value=-1),
+                    st.floats(),
+                    st.booleans(),
+                    st.text(max_size=3),
+                    st.none(),
+                ),
+                "owner": hostile_ids,
+                "ttl_seconds": ttl_hostile,
+            },
+        )
+    )
     def run(args: dict[str, Any]) -> None:
         a = args
-        record, err = _run(env, lambda: env.store.record_tool_call(
-            a["session_id"], a["tool_call_id"], a["tool_name"], a["input"], a["output"],
-            a["duration_ms"], owner=a["owner"], ttl_seconds=a["ttl_seconds"]))
+        record, err = _run(
+            env,
+            lambda: env.store.record_tool_call(
+                a["session_id"],
+                a["tool_call_id"],
+                a["tool_name"],
+                a["input"],
+                a["output"],
+                a["duration_ms"],
+                owner=a["owner"],
+                ttl_seconds=a["ttl_seconds"],
+            ),
+        )
         sid, tid, owner = a["session_id"], a["tool_call_id"], a["owner"]
         name = a["tool_name"]
         valid = (
-            _id_ok(sid) and _id_ok(tid) and (owner is None or _id_ok(owner))
-            and isinstance(name, str) and 1 <= len(name) <= 256 and _text_ok(name)
-            and _json_ok(a["input"]) and _json_ok(a["output"])
-            and type(a["duration_ms"]) is int and a["duration_ms"] >= 0
+            _id_ok(sid)
+            and _id_ok(tid)
+            and (owner is None or _id_ok(owner))
+            and isinstance(name, str)
+            and 1 <= len(name) <= 256
+            and _text_ok(name)
+            and _json_ok(a["input"])
+            and _json_ok(a["output"])
+            and type(a["duration_ms"]) is int
+            and a["duration_ms"] >= 0
             and (a["ttl_seconds"] is None or _ttl_ok(a["ttl_seconds"]))
         )
         if not valid:
@@ -546,8 +698,11 @@ def test_record_tool_call(env: Env) -> None:
             assert isinstance(err, ss.SessionNotFound), (args, err)
             env.note("not found")
         elif stored is not None:
-            same_call = (stored.tool_name == name and same(stored.input, a["input"])
-                         and same(stored.output, a["output"]))
+            same_call = (
+                stored.tool_name == name
+                and same(stored.input, a["input"])
+                and same(stored.output, a["output"])
+            )
             if isinstance(err, ss.ToolCallConflict):
                 assert err.stored == stored
                 env.note("conflict")
@@ -562,15 +717,26 @@ def test_record_tool_call(env: Env) -> None:
             assert err is None, (args, err)
             now_s = env.clock.now_ms() // 1000
             ttl = before.ttl if a["ttl_seconds"] is None else now_s + a["ttl_seconds"]
-            assert (record.session_id, record.tool_call_id, record.tool_name,
-                    record.duration_ms, record.ttl) == (sid, tid, name, a["duration_ms"], ttl)
+            assert (
+                record.session_id,
+                record.tool_call_id,
+                record.tool_name,
+                record.duration_ms,
+                record.ttl,
+            ) == (sid, tid, name, a["duration_ms"], ttl)
             assert same(record.input, a["input"]) and same(record.output, a["output"])
             item = env.client.get_item(
-                TableName=env.table, ConsistentRead=True,
-                Key={"pk": {"S": f"session#{sid}"},
-                     "sk": {"S": f"tool#{record.recorded_at}#{tid}"}})["Item"]
-            assert ss.ToolCallRecord.from_item(
-                {k: _DESER.deserialize(v) for k, v in item.items()}) == record
+                TableName=env.table,
+                ConsistentRead=True,
+                Key={
+                    "pk": {"S": f"session#{sid}"},
+                    "sk": {"S": f"tool#{record.recorded_at}#{tid}"},
+                },
+            )["Item"]
+            assert (
+                ss.ToolCallRecord.from_item({k: _DESER.deserialize(v) for k, v in item.items()})
+                == record
+            )
             env.records[(sid, tid)] = record
             env.clock.advance(ms=1)
             env.note("round trip")
@@ -585,14 +751,19 @@ def _history(env: Env, method: str) -> None:
     for owner in ("alice", None):
         sid = env.fresh(owner)
         for n in range(3):
-            record = env.store.record_tool_call(sid, f"c{n}", "t", {"n": n}, [n, -0.0], n,
-                                                owner=owner)
+            record = env.store.record_tool_call(
+                sid, f"c{n}", "t", {"n": n}, [n, -0.0], n, owner=owner
+            )
             env.records[(sid, f"c{n}")] = record
             env.clock.advance(ms=1)
 
     @HOSTILE
-    @given(calls({"session_id": _session_ids(env), "owner": _owners()},
-                 {"session_id": hostile_ids, "owner": hostile_ids}))
+    @given(
+        calls(
+            {"session_id": _session_ids(env), "owner": _owners()},
+            {"session_id": hostile_ids, "owner": hostile_ids},
+        )
+    )
     def run(args: dict[str, Any]) -> None:
         sid, owner = args["session_id"], args["owner"]
         if method == "tool_calls":  # a generator: nothing happens before the first next()
@@ -608,8 +779,9 @@ def _history(env: Env, method: str) -> None:
             env.note("not found")
             return
         assert err is None, (args, err)
-        history = sorted((r for (s, _), r in env.records.items() if s == sid),
-                         key=lambda r: r.recorded_at)
+        history = sorted(
+            (r for (s, _), r in env.records.items() if s == sid), key=lambda r: r.recorded_at
+        )
         if method == "tool_calls":
             assert result == history
         else:

@@ -39,16 +39,24 @@ ENTRY_POINTS: list[tuple[str, Call]] = [
     ("update_status:active", lambda st, sid, o: st.update_status(sid, S.ACTIVE, owner=o)),
     ("update_status:closing", lambda st, sid, o: st.update_status(sid, S.CLOSING, owner=o)),
     ("append_context", lambda st, sid, o: st.append_context(sid, ["hi"], owner=o)),
-    ("append_context:expected_version",
-     lambda st, sid, o: st.append_context(sid, ["hi"], owner=o, expected_version=2)),
-    ("record_tool_call",
-     lambda st, sid, o: st.record_tool_call(sid, "call-1", "search", {"q": 1}, [1], 5,
-                                            owner=o)),
-    ("record_tool_call:ttl",
-     lambda st, sid, o: st.record_tool_call(sid, "call-1", "search", {"q": 1}, [1], 5,
-                                            owner=o, ttl_seconds=60)),
-    ("record_tool_call:recorded",  # the id the real owner already recorded
-     lambda st, sid, o: st.record_tool_call(sid, "known", "search", {}, None, 1, owner=o)),
+    (
+        "append_context:expected_version",
+        lambda st, sid, o: st.append_context(sid, ["hi"], owner=o, expected_version=2),
+    ),
+    (
+        "record_tool_call",
+        lambda st, sid, o: st.record_tool_call(sid, "call-1", "search", {"q": 1}, [1], 5, owner=o),
+    ),
+    (
+        "record_tool_call:ttl",
+        lambda st, sid, o: st.record_tool_call(
+            sid, "call-1", "search", {"q": 1}, [1], 5, owner=o, ttl_seconds=60
+        ),
+    ),
+    (
+        "record_tool_call:recorded",  # the id the real owner already recorded
+        lambda st, sid, o: st.record_tool_call(sid, "known", "search", {}, None, 1, owner=o),
+    ),
     ("tool_calls", lambda st, sid, o: list(st.tool_calls(sid, owner=o))),
     ("load", lambda st, sid, o: st.load(sid, owner=o)),
 ]
@@ -65,8 +73,9 @@ class Outcome:
     operations: dict[str, int]
 
 
-def _observe(store: ss.SessionStore, log: RequestLog, call: Call, sid: str,
-             owner: str | None) -> Outcome:
+def _observe(
+    store: ss.SessionStore, log: RequestLog, call: Call, sid: str, owner: str | None
+) -> Outcome:
     log.reset()
     try:
         call(store, sid, owner)
@@ -76,8 +85,14 @@ def _observe(store: ss.SessionStore, log: RequestLog, call: Call, sid: str,
 
 
 def _store(client: Any, table: str, clock: ss.ManualClock, **kw: Any) -> ss.SessionStore:
-    return ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds("o"),
-                           retry=RetryPolicy(sleep=lambda _s: None), **kw)
+    return ss.SessionStore(
+        client,
+        table,
+        clock=clock,
+        ids=ss.CounterIds("o"),
+        retry=RetryPolicy(sleep=lambda _s: None),
+        **kw,
+    )
 
 
 def _owned_session(store: ss.SessionStore, owner: str | None) -> str:
@@ -91,8 +106,14 @@ def _owned_session(store: ss.SessionStore, owner: str | None) -> str:
 @pytest.mark.parametrize(("real", "caller"), WRONG, ids=[f"{r}-vs-{c}" for r, c in WRONG])
 @pytest.mark.parametrize(("name", "call"), ENTRY_POINTS, ids=[n for n, _ in ENTRY_POINTS])
 def test_wrong_owner_looks_exactly_like_a_missing_session(
-    client: Any, table: str, clock: ss.ManualClock, requests: RequestLog,
-    name: str, call: Call, real: str | None, caller: str | None,
+    client: Any,
+    table: str,
+    clock: ss.ManualClock,
+    requests: RequestLog,
+    name: str,
+    call: Call,
+    real: str | None,
+    caller: str | None,
 ) -> None:
     warm = _store(client, table, clock)
     sid = _owned_session(warm, real)
@@ -107,7 +128,10 @@ def test_wrong_owner_looks_exactly_like_a_missing_session(
     warm_foreign = _observe(warm, requests, call, sid, caller)
     warm_missing = _observe(warm, requests, call, missing, caller)
     assert (warm_foreign.error, warm_foreign.message, warm_foreign.requests) == (
-        warm_missing.error, warm_missing.message, warm_missing.requests)
+        warm_missing.error,
+        warm_missing.message,
+        warm_missing.requests,
+    )
     assert scan(client, table) == before  # nothing written by any of it
 
 
@@ -134,12 +158,21 @@ def test_size_hint_does_not_leak_to_another_owner(
     sid = store.create_session(owner="alice").session_id
     store.activate(sid, owner="alice")
     store.append_context(sid, ["x" * 150], owner="alice")  # the hint now says "nearly full"
-    foreign = _observe(store, requests, lambda st, s, o: st.append_context(s, ["y" * 60], owner=o),
-                       sid, "bob")
-    missing = _observe(store, requests, lambda st, s, o: st.append_context(s, ["y" * 60], owner=o),
-                       sid[:-1] + "x", "bob")
+    foreign = _observe(
+        store, requests, lambda st, s, o: st.append_context(s, ["y" * 60], owner=o), sid, "bob"
+    )
+    missing = _observe(
+        store,
+        requests,
+        lambda st, s, o: st.append_context(s, ["y" * 60], owner=o),
+        sid[:-1] + "x",
+        "bob",
+    )
     assert (foreign.error, foreign.message, foreign.requests) == (
-        missing.error, missing.message, missing.requests)
+        missing.error,
+        missing.message,
+        missing.requests,
+    )
 
 
 def test_taken_id_is_refused_the_same_whoever_owns_it(
@@ -153,10 +186,12 @@ def test_taken_id_is_refused_the_same_whoever_owns_it(
     nobodys = store.create_session("taken-b").session_id
     outcomes = [
         _observe(store, requests, lambda st, s, o: st.create_session(s, owner=o), sid, caller)
-        for sid in (alices, nobodys) for caller in ("bob", None, "alice")
+        for sid in (alices, nobodys)
+        for caller in ("bob", None, "alice")
     ]
-    assert {(o.error, o.message.replace("taken-a", "taken-b"), o.requests)
-            for o in outcomes} == {(ss.SessionAlreadyExists, "session '<id>' already exists", 1)}
+    assert {(o.error, o.message.replace("taken-a", "taken-b"), o.requests) for o in outcomes} == {
+        (ss.SessionAlreadyExists, "session '<id>' already exists", 1)
+    }
 
 
 # ------------------------------------------------------------------ ids from the CSPRNG

@@ -27,8 +27,12 @@ from sessionstore.testing import Fault, FaultInjector
 
 ADMIN_ACTIONS = {"CreateTable", "DescribeTable", "DescribeTimeToLive", "UpdateTimeToLive"}
 TAG = "aws:PrincipalTag/sessionstore-tenant"
-_IN_TRANSACTION = {"ConditionCheck": "ConditionCheckItem", "Put": "PutItem",
-                   "Update": "UpdateItem", "Delete": "DeleteItem"}
+_IN_TRANSACTION = {
+    "ConditionCheck": "ConditionCheckItem",
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+}
 
 
 def _policy(name: str) -> dict[str, Any]:
@@ -75,8 +79,9 @@ class Calls:
         actions = set()
         for operation, params in self.seen:
             if operation == "TransactWriteItems":
-                actions |= {_IN_TRANSACTION[kind] for item in params["TransactItems"]
-                            for kind in item}
+                actions |= {
+                    _IN_TRANSACTION[kind] for item in params["TransactItems"] for kind in item
+                }
             else:
                 actions.add(operation)
         return actions
@@ -92,8 +97,7 @@ class Calls:
                     yield f"{operation}/{kind}", _pk(action)
             elif operation == "Query":
                 names = params.get("ExpressionAttributeNames", {})
-                for name, value in re.findall(r"(#\w+) = (:\w+)",
-                                              params["KeyConditionExpression"]):
+                for name, value in re.findall(r"(#\w+) = (:\w+)", params["KeyConditionExpression"]):
                     if names.get(name) == "pk":
                         yield operation, params["ExpressionAttributeValues"][value]["S"]
             else:
@@ -107,8 +111,9 @@ def _pk(params: dict[str, Any]) -> str:
 def _exercise(client: Any, table: str, tenant: str) -> None:
     """Every public method, through as many paths as the store has."""
     clock = ss.ManualClock("2026-01-01T12:00:00Z")
-    store = ss.SessionStore(client, table, clock=clock, ids=TenantIds(tenant),
-                            retry=RetryPolicy(sleep=lambda _s: None))
+    store = ss.SessionStore(
+        client, table, clock=clock, ids=TenantIds(tenant), retry=RetryPolicy(sleep=lambda _s: None)
+    )
     store.create_table()
     sid = store.create_session(owner="alice").session_id
     store.get_session(sid, owner="alice")
@@ -150,8 +155,9 @@ def _exercise(client: Any, table: str, tenant: str) -> None:
 
 
 def test_every_public_method_is_exercised() -> None:
-    public = {n for n, f in inspect.getmembers(ss.SessionStore)
-              if not n.startswith("_") and callable(f)}
+    public = {
+        n for n, f in inspect.getmembers(ss.SessionStore) if not n.startswith("_") and callable(f)
+    }
     source = inspect.getsource(_exercise)
     missing = {n for n in public if f".{n}(" not in source}
     assert not missing, f"add these to _exercise: {sorted(missing)}"
@@ -189,8 +195,9 @@ def test_policy_is_least_privilege_in_shape() -> None:
 
 def _allowed(leading_key: str, tenant: str) -> bool:
     """``ForAllValues:StringLike`` on one value, the tag substituted (``*`` and ``?`` only)."""
-    (pattern,) = _policy("iam-policy.json")["Statement"][0]["Condition"][
-        "ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+    (pattern,) = _policy("iam-policy.json")["Statement"][0]["Condition"]["ForAllValues:StringLike"][
+        "dynamodb:LeadingKeys"
+    ]
     pattern = pattern.replace("${" + TAG + "}", tenant)
     return fnmatchcase(leading_key, pattern.replace("[", "[[]"))
 
@@ -199,9 +206,14 @@ def test_leading_keys_confine_a_tenant_to_its_own_sessions(client: Any) -> None:
     with Calls(client) as calls:
         _exercise(client, "mcp-sessions-tenants", "acme")
     touched = list(calls.leading_keys())
-    assert {op for op, _ in touched} >= {"GetItem", "PutItem", "UpdateItem", "Query",
-                                         "TransactWriteItems/ConditionCheck",
-                                         "TransactWriteItems/Put"}
+    assert {op for op, _ in touched} >= {
+        "GetItem",
+        "PutItem",
+        "UpdateItem",
+        "Query",
+        "TransactWriteItems/ConditionCheck",
+        "TransactWriteItems/Put",
+    }
     refused = [(op, key) for op, key in touched if not _allowed(key, "acme")]
     assert refused == [], "the policy would refuse the tenant's own requests"
     for other in ("acme-corp", "acm", "evil", "acme.x"):

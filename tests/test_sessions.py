@@ -23,7 +23,8 @@ def test_create_table_is_idempotent_on_demand_with_ttl(client: Any) -> None:
     assert table["TableStatus"] == "ACTIVE"
     assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
     assert {k["AttributeName"]: k["KeyType"] for k in table["KeySchema"]} == {
-        "pk": "HASH", "sk": "RANGE"
+        "pk": "HASH",
+        "sk": "RANGE",
     }
     ttl = client.describe_time_to_live(TableName="bootstrap")["TimeToLiveDescription"]
     assert ttl == {"TimeToLiveStatus": "ENABLED", "AttributeName": "ttl"}
@@ -91,8 +92,9 @@ def test_get_session_is_consistent_and_one_request(
     store: ss.SessionStore, active: ss.Session, requests: RequestLog, client: Any
 ) -> None:
     seen: list[dict[str, Any]] = []
-    client.meta.events.register("provide-client-params.dynamodb.GetItem",
-                                lambda params, **_: seen.append(params))
+    client.meta.events.register(
+        "provide-client-params.dynamodb.GetItem", lambda params, **_: seen.append(params)
+    )
     assert store.get_session(active.session_id, owner="alice") == active
     assert requests.count == 1
     assert seen[0]["ConsistentRead"] is True
@@ -144,9 +146,12 @@ def test_transition_table_is_enforced(store: ss.SessionStore) -> None:
     for current in S:
         for target in S:
             sid = store.create_session().session_id
-            path = {S.INITIALIZING: [], S.ACTIVE: [S.ACTIVE],
-                    S.CLOSING: [S.ACTIVE, S.CLOSING],
-                    S.CLOSED: [S.ACTIVE, S.CLOSING, S.CLOSED]}[current]
+            path = {
+                S.INITIALIZING: [],
+                S.ACTIVE: [S.ACTIVE],
+                S.CLOSING: [S.ACTIVE, S.CLOSING],
+                S.CLOSED: [S.ACTIVE, S.CLOSING, S.CLOSED],
+            }[current]
             for step in path:
                 store.transition(sid, step)
             if target is current or target in ss.TRANSITIONS[current]:
@@ -174,8 +179,10 @@ def test_transition_failures_are_classified_without_a_second_read(
         (lambda: store.begin_close("missing"), ss.SessionNotFound),
         (lambda: store.begin_close(active.session_id, owner="bob"), ss.SessionNotFound),
         (lambda: store.activate(active.session_id, owner="alice"), None),
-        (lambda: store.transition(active.session_id, S.CLOSED, owner="alice"),
-         ss.InvalidTransition),
+        (
+            lambda: store.transition(active.session_id, S.CLOSED, owner="alice"),
+            ss.InvalidTransition,
+        ),
     ]
     for call, error in cases:
         requests.reset()

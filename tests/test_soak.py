@@ -22,7 +22,13 @@ from sessionstore.local import LocalDynamoDB
 from sessionstore.testing import Fault, FaultInjector
 from sessionstore.testing.soak import SoakPlan, SoakResult, audit, run_threads, scan_table
 
-FAULTS = {Fault.LOST_RESPONSE.value: 0.1, Fault.THROTTLE.value: 0.1}
+FAULTS = {
+    Fault.LOST_RESPONSE.value: 0.1,
+    Fault.THROTTLE.value: 0.1,
+    # What real DynamoDB sends and moto never does (issue 9): provably unapplied, retried.
+    Fault.TRANSACTION_CONFLICT.value: 0.05,
+    Fault.TRANSACTION_THROTTLED.value: 0.05,
+}
 _tables = itertools.count(1)
 
 
@@ -51,9 +57,11 @@ def _soak(
     )
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "sessionstore.testing.soak", endpoint, f"p{i}",
-             plan.to_json()],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [sys.executable, "-m", "sessionstore.testing.soak", endpoint, f"p{i}", plan.to_json()],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for i in range(processes)
     ]
@@ -64,7 +72,8 @@ def _soak(
         store = ss.SessionStore(client, table)
         injector = (
             FaultInjector(client, rates=plan.injector_rates(), seed=seed).attach()
-            if faults else None
+            if faults
+            else None
         )
         for proc in procs:
             assert proc.stdin is not None
@@ -83,8 +92,7 @@ def _soak(
                 proc.wait()
     if injector is not None:
         injector.detach()
-    return audit(reports, scan_table(admin, table),
-                 faults=injector.summary() if injector else None)
+    return audit(reports, scan_table(admin, table), faults=injector.summary() if injector else None)
 
 
 def _check(result: SoakResult, record_property: Any, *, faults: bool) -> None:
@@ -92,18 +100,27 @@ def _check(result: SoakResult, record_property: Any, *, faults: bool) -> None:
     record_property("soak", json.dumps(result.figures(), sort_keys=True))
     assert result.violations == []
     assert (result.untyped_exceptions, result.duplicates, result.losses, result.phantoms) == (
-        0, 0, 0, 0
+        0,
+        0,
+        0,
+        0,
     )
     assert result.version_mismatches == result.forbidden == result.record_mismatches == 0
     # The soak did what it claims: every kind of call, contention, duplicate tool_call_ids.
     assert set(result.by_operation) >= {
-        "create_session", "transition", "update_status", "append_context", "record_tool_call"
+        "create_session",
+        "transition",
+        "update_status",
+        "append_context",
+        "record_tool_call",
     }
     assert result.errors["SessionAlreadyExists"] > 0
     assert result.acked_messages > 0 and result.tool_records > 0
     assert result.acked_messages == result.stored_messages or faults
     if faults:
         assert result.faults["lost_response"] > 0 and result.faults["throttle"] > 0
+        assert result.faults["transaction_conflict"] > 0
+        assert result.faults["transaction_throttled"] > 0
 
 
 def _within_budget(start: float, budget_s: float) -> None:
@@ -123,10 +140,12 @@ def test_soak_fast(engine: LocalDynamoDB, record_property: Any) -> None:
 def test_soak_fast_with_lost_responses_and_throttles(
     engine: LocalDynamoDB, record_property: Any
 ) -> None:
-    """The same with 10 % lost responses and 10 % throttles on every client."""
+    """The same with 10 % lost responses, 10 % throttles, 5 % transaction conflicts and 5 %
+    transactions cancelled by throttling on every client."""
     start = time.monotonic()
-    result = _soak(engine, threads=8, processes=4, sessions=6, ops=25, deadline_s=14,
-                   faults=FAULTS, seed=2)
+    result = _soak(
+        engine, threads=8, processes=4, sessions=6, ops=25, deadline_s=14, faults=FAULTS, seed=2
+    )
     _check(result, record_property, faults=True)
     _within_budget(start, 25)
 
@@ -138,8 +157,9 @@ def test_soak_long(
 ) -> None:
     """``make soak``: 12 threads + 6 processes, 8 sessions, up to 300 calls each, 120 s cap
     per worker (both variants together stay under 5 minutes)."""
-    result = _soak(engine, threads=12, processes=6, sessions=8, ops=300, deadline_s=120,
-                   faults=faults, seed=3)
+    result = _soak(
+        engine, threads=12, processes=6, sessions=8, ops=300, deadline_s=120, faults=faults, seed=3
+    )
     _check(result, record_property, faults=faults is not None)
 
 
@@ -153,21 +173,60 @@ def test_audit_catches_losses_duplicates_and_forbidden_moves() -> None:
         return {k: ser.serialize(v) for k, v in attrs.items()}
 
     events = [
-        {"op": "create_session", "sid": "a", "seq": 0, "ok": True, "version": 1,
-         "status": "initializing"},
-        {"op": "transition", "sid": "a", "seq": 1, "ok": True, "to": "active", "version": 2,
-         "status": "active"},
-        {"op": "append_context", "sid": "a", "seq": 2, "ok": True, "msgs": ["m1"],
-         "version": 3, "status": "active"},
-        {"op": "append_context", "sid": "a", "seq": 3, "ok": True, "msgs": ["m2"],
-         "version": 4, "status": "active"},
-        {"op": "transition", "sid": "a", "seq": 4, "ok": False, "error": "InvalidTransition",
-         "to": "active", "current": "closed"},
+        {
+            "op": "create_session",
+            "sid": "a",
+            "seq": 0,
+            "ok": True,
+            "version": 1,
+            "status": "initializing",
+        },
+        {
+            "op": "transition",
+            "sid": "a",
+            "seq": 1,
+            "ok": True,
+            "to": "active",
+            "version": 2,
+            "status": "active",
+        },
+        {
+            "op": "append_context",
+            "sid": "a",
+            "seq": 2,
+            "ok": True,
+            "msgs": ["m1"],
+            "version": 3,
+            "status": "active",
+        },
+        {
+            "op": "append_context",
+            "sid": "a",
+            "seq": 3,
+            "ok": True,
+            "msgs": ["m2"],
+            "version": 4,
+            "status": "active",
+        },
+        {
+            "op": "transition",
+            "sid": "a",
+            "seq": 4,
+            "ok": False,
+            "error": "InvalidTransition",
+            "to": "active",
+            "current": "closed",
+        },
     ]
     table = [
         # m2 lost, m1 duplicated, version off, and back in "initializing" after "active"
-        item(pk="session#a", sk="metadata", version=9, status="initializing",
-             context=['{"m":"m1"}', '{"m":"m1"}']),
+        item(
+            pk="session#a",
+            sk="metadata",
+            version=9,
+            status="initializing",
+            context=['{"m":"m1"}', '{"m":"m1"}'],
+        ),
     ]
     result = audit([{"worker": "w", "events": events}], table)
     assert (result.losses, result.duplicates) == (1, 1)
@@ -187,7 +246,10 @@ def _rival(engine: LocalDynamoDB, table: str, clock: ss.ManualClock) -> ss.Sessi
 
 
 def test_lost_transition_is_never_reported_as_refused(
-    engine: LocalDynamoDB, client: Any, table: str, clock: ss.ManualClock,
+    engine: LocalDynamoDB,
+    client: Any,
+    table: str,
+    clock: ss.ManualClock,
     store: ss.SessionStore,
 ) -> None:
     """Found by this harness: transition() proved a landed attempt only through one `lastTx`
@@ -195,8 +257,11 @@ def test_lost_transition_is_never_reported_as_refused(
     InvalidTransition(closing -> active). Fixed in the store: a token per target status."""
     sid = store.create_session(owner="alice").session_id
     rival = _rival(engine, table, clock)
-    with FaultInjector(client, script=[Fault.LOST_RESPONSE],
-                       after_lost=lambda _op: rival.begin_close(sid, owner="alice")) as faults:
+    with FaultInjector(
+        client,
+        script=[Fault.LOST_RESPONSE],
+        after_lost=lambda _op: rival.begin_close(sid, owner="alice"),
+    ) as faults:
         try:
             outcome: Any = store.activate(sid, owner="alice")
         except ss.SessionStoreError as exc:
@@ -211,8 +276,12 @@ def test_lost_transition_is_never_reported_as_refused(
 
 
 def test_lost_append_is_not_duplicated_when_the_ring_is_overrun(
-    engine: LocalDynamoDB, client: Any, table: str, clock: ss.ManualClock,
-    store: ss.SessionStore, active: ss.Session,
+    engine: LocalDynamoDB,
+    client: Any,
+    table: str,
+    clock: ss.ManualClock,
+    store: ss.SessionStore,
+    active: ss.Session,
 ) -> None:
     """Found by this harness: with >= RING_SIZE (16) versioned writes between a lost attempt
     and botocore's own retry, the ring no longer showed the attempt, the store never knew it
@@ -225,8 +294,12 @@ def test_lost_append_is_not_duplicated_when_the_ring_is_overrun(
         for i in range(16):
             rival.append_context(sid, [f"rival-{i}"], owner="alice")
 
-    with FaultInjector(client, script=[Fault.LOST_RESPONSE], operations=["UpdateItem"],
-                       after_lost=sixteen_rival_appends):
+    with FaultInjector(
+        client,
+        script=[Fault.LOST_RESPONSE],
+        operations=["UpdateItem"],
+        after_lost=sixteen_rival_appends,
+    ):
         try:
             outcome: Any = store.append_context(sid, ["mine"], owner="alice")
         except ss.SessionStoreError as exc:
@@ -244,8 +317,9 @@ def test_fault_injector_counts_per_thread_and_runs_after_lost(
     import threading
 
     seen: list[str] = []
-    injector = FaultInjector(client, script=[Fault.LOST_RESPONSE, Fault.THROTTLE],
-                             after_lost=seen.append)
+    injector = FaultInjector(
+        client, script=[Fault.LOST_RESPONSE, Fault.THROTTLE], after_lost=seen.append
+    )
     with injector:
         session = store.create_session()  # lost, then throttled, then through: 3 attempts
         other: list[Counter[Fault]] = []
@@ -256,7 +330,16 @@ def test_fault_injector_counts_per_thread_and_runs_after_lost(
     assert seen == ["PutItem"]
     assert injector.injected_in_thread() == {Fault.LOST_RESPONSE: 1, Fault.THROTTLE: 1}
     assert other == [Counter()]
-    assert injector.summary() == {"passed": 1, "lost_response": 1, "throttle": 1,
-                                  "throttle_provisioned": 0, "server_error": 0}
-    assert injector.by_operation == {("PutItem", Fault.LOST_RESPONSE): 1,
-                                     ("PutItem", Fault.THROTTLE): 1}
+    assert injector.summary() == {
+        "passed": 1,
+        "lost_response": 1,
+        "throttle": 1,
+        "throttle_provisioned": 0,
+        "server_error": 0,
+        "transaction_conflict": 0,
+        "transaction_throttled": 0,
+    }
+    assert injector.by_operation == {
+        ("PutItem", Fault.LOST_RESPONSE): 1,
+        ("PutItem", Fault.THROTTLE): 1,
+    }

@@ -14,8 +14,13 @@ from .conftest import scan
 
 
 def record(store: ss.SessionStore, sid: str, call: str = "call-1", **kw: Any) -> ss.ToolCallRecord:
-    args: dict[str, Any] = {"tool_name": "search", "input": {"q": "x"}, "output": [1, 2.5],
-                            "duration_ms": 12, "owner": "alice"}
+    args: dict[str, Any] = {
+        "tool_name": "search",
+        "input": {"q": "x"},
+        "output": [1, 2.5],
+        "duration_ms": 12,
+        "owner": "alice",
+    }
     args.update(kw)
     return store.record_tool_call(sid, call, **args)
 
@@ -31,19 +36,25 @@ def test_record_is_one_transaction(
     assert sks == ["metadata", "tool#2026-01-01T12:00:00.000Z#call-1", "toolid#call-1"]
 
 
-def test_record_write_units(store: ss.SessionStore, active: ss.Session,
-                            client: Any, table: str) -> None:
+def test_record_write_units(
+    store: ss.SessionStore, active: ss.Session, client: Any, table: str
+) -> None:
     record(store, active.session_id)
     items = {i["sk"]["S"].split("#")[0]: i for i in scan(client, table)}
-    units = {k: sizing.write_units(sizing.item_size(v), transactional=True)
-             for k, v in items.items()}
+    units = {
+        k: sizing.write_units(sizing.item_size(v), transactional=True) for k, v in items.items()
+    }
     print(f"transactional write units per item: {units}")
     assert units == {"metadata": 2, "tool": 2, "toolid": 2}  # 6 WCU for a small record
 
 
 def test_retry_from_a_new_instance_minutes_later_writes_nothing(
-    store: ss.SessionStore, active: ss.Session, client: Any, table: str,
-    clock: ss.ManualClock, requests: RequestLog,
+    store: ss.SessionStore,
+    active: ss.Session,
+    client: Any,
+    table: str,
+    clock: ss.ManualClock,
+    requests: RequestLog,
 ) -> None:
     original = record(store, active.session_id, duration_ms=12)
     before = scan(client, table)
@@ -58,16 +69,34 @@ def test_retry_from_a_new_instance_minutes_later_writes_nothing(
     assert scan(client, table) == before
 
 
-def test_different_payload_under_the_same_id_conflicts(
+def test_different_request_under_the_same_id_conflicts(
     store: ss.SessionStore, active: ss.Session, client: Any, table: str
 ) -> None:
     original = record(store, active.session_id)
     before = scan(client, table)
-    for change in ({"input": {"q": "y"}}, {"output": [1, 2.50001]}, {"tool_name": "fetch"},
-                   {"output": [1.0, 2.5]}):  # 1 and 1.0 are different JSON texts
+    for change in (
+        {"input": {"q": "y"}},
+        {"tool_name": "fetch"},
+        {"input": {"q": "x", "n": 1}},
+        {"input": {"q": "x", "n": 1.0}},
+    ):  # 1 and 1.0 are different JSON texts
         with pytest.raises(ss.ToolCallConflict) as err:
             record(store, active.session_id, **change)
         assert err.value.stored == original
+    assert scan(client, table) == before
+
+
+def test_fingerprint_covers_the_output(
+    store: ss.SessionStore, active: ss.Session, client: Any, table: str
+) -> None:
+    """Issue 9 defect 7: a re-run tool may answer differently (a timestamp, a ranking); the
+    idempotency key names the request (name + input), and the stored output is the answer."""
+    original = record(store, active.session_id, output={"at": "12:00:00", "hits": [3, 1]})
+    before = scan(client, table)
+    for output in ({"at": "12:00:07", "hits": [1, 3]}, [1.0, 2.5], None):
+        again = record(store, active.session_id, output=output, duration_ms=99)
+        assert again == original
+        assert again.output == {"at": "12:00:00", "hits": [3, 1]}
     assert scan(client, table) == before
 
 
@@ -81,8 +110,11 @@ def test_refused_unless_active(
     store: ss.SessionStore, client: Any, table: str, status: str
 ) -> None:
     sid = store.create_session(owner="alice").session_id
-    path = {"initializing": [], "closing": [store.activate, store.begin_close],
-            "closed": [store.activate, store.begin_close, store.close]}[status]
+    path = {
+        "initializing": [],
+        "closing": [store.activate, store.begin_close],
+        "closed": [store.activate, store.begin_close, store.close],
+    }[status]
     for step in path:
         step(sid, owner="alice")
     before = scan(client, table)
@@ -128,19 +160,22 @@ def test_source_design_writes_two_records_for_one_retried_call(
     store: ss.SessionStore, active: ss.Session, client: Any, table: str, clock: ss.ManualClock
 ) -> None:
     """Defect 1: a fresh timestamp in the sort key; attribute_not_exists never fires."""
+
     def now_iso() -> str:
         return ss.format_timestamp(clock.now_ms())
 
     for _ in range(2):  # the caller retries after a timeout
-        source_design.record_tool_call(client, active.session_id, "call-1", "search", {}, {}, 5,
-                                       table=table, now_iso=now_iso)
+        source_design.record_tool_call(
+            client, active.session_id, "call-1", "search", {}, {}, 5, table=table, now_iso=now_iso
+        )
         clock.advance(ms=250)
     source_records = [i for i in scan(client, table) if i["sk"]["S"].startswith("tool#")]
     assert len(source_records) == 2
     # Defect 10: it also lands on a closed session.
     store.begin_close(active.session_id, owner="alice")
-    source_design.record_tool_call(client, active.session_id, "call-2", "search", {}, {}, 5,
-                                   table=table, now_iso=now_iso)
+    source_design.record_tool_call(
+        client, active.session_id, "call-2", "search", {}, {}, 5, table=table, now_iso=now_iso
+    )
     assert len([i for i in scan(client, table) if i["sk"]["S"].startswith("tool#")]) == 3
 
 
@@ -187,23 +222,42 @@ def test_load_refuses_missing_expired_and_foreign(
         store.load(active.session_id, owner="alice")
 
 
-@pytest.mark.parametrize("bad", [
-    {"tool_call_id": ""}, {"tool_call_id": "a b"}, {"tool_call_id": "x" * 129},
-    {"tool_name": ""}, {"tool_name": 3}, {"input": float("nan")}, {"output": {1, 2}},
-    {"output": b"raw"}, {"duration_ms": -1}, {"duration_ms": 1.5}, {"ttl_seconds": 0},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"tool_call_id": ""},
+        {"tool_call_id": "a b"},
+        {"tool_call_id": "x" * 129},
+        {"tool_name": ""},
+        {"tool_name": 3},
+        {"input": float("nan")},
+        {"output": {1, 2}},
+        {"output": b"raw"},
+        {"duration_ms": -1},
+        {"duration_ms": 1.5},
+        {"ttl_seconds": 0},
+    ],
+)
 def test_bad_arguments_write_nothing(
-    store: ss.SessionStore, active: ss.Session, client: Any, table: str,
-    requests: RequestLog, bad: dict[str, Any],
+    store: ss.SessionStore,
+    active: ss.Session,
+    client: Any,
+    table: str,
+    requests: RequestLog,
+    bad: dict[str, Any],
 ) -> None:
-    args: dict[str, Any] = {"tool_call_id": "ok", "tool_name": "search", "input": {},
-                            "output": {}, "duration_ms": 1}
+    args: dict[str, Any] = {
+        "tool_call_id": "ok",
+        "tool_name": "search",
+        "input": {},
+        "output": {},
+        "duration_ms": 1,
+    }
     args.update(bad)
     before = scan(client, table)
     requests.reset()
     with pytest.raises(ss.InvalidInput):
-        store.record_tool_call(active.session_id, args.pop("tool_call_id"), **args,
-                               owner="alice")
+        store.record_tool_call(active.session_id, args.pop("tool_call_id"), **args, owner="alice")
     assert requests.count == 0
     assert scan(client, table) == before
 

@@ -4,7 +4,15 @@
   ``ReadTimeoutError`` -- the ambiguous write every retrying client must survive;
 * ``Fault.THROTTLE``: a 400 ``ThrottlingException`` (or ``ProvisionedThroughputExceeded``),
   nothing sent;
-* ``Fault.SERVER_ERROR``: a 500 ``InternalServerError``, nothing sent.
+* ``Fault.SERVER_ERROR``: a 500 ``InternalServerError``, nothing sent;
+* ``Fault.TRANSACTION_CONFLICT``: what real DynamoDB sends when a write meets an item held by
+  an in-flight transaction (moto never does): ``TransactionConflictException`` for a single-item
+  write, ``TransactionCanceledException`` with a ``TransactionConflict`` reason for a
+  transaction; nothing sent;
+* ``Fault.TRANSACTION_THROTTLED``: a transaction cancelled with a ``ThrottlingError`` reason
+  (a plain ``ThrottlingException`` for a single-item write); nothing sent.
+
+Reads are never given the two transaction faults (they are let through).
 
 Faults are chosen by a seeded RNG per request (``rates``) or scripted (``script``: a list of
 faults for the next requests, ``None`` meaning "let it through").
@@ -37,6 +45,15 @@ class Fault(enum.Enum):
     THROTTLE = "throttle"
     THROTTLE_PROVISIONED = "throttle_provisioned"
     SERVER_ERROR = "server_error"
+    TRANSACTION_CONFLICT = "transaction_conflict"
+    TRANSACTION_THROTTLED = "transaction_throttled"
+
+
+_TRANSACTION_FAULTS = {
+    Fault.TRANSACTION_CONFLICT: ("TransactionConflict", "Transaction is ongoing for the item"),
+    Fault.TRANSACTION_THROTTLED: ("ThrottlingError", "Throughput exceeds the current capacity"),
+}
+_READS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"})
 
 
 _ERROR_BODIES = {
@@ -51,6 +68,16 @@ _ERROR_BODIES = {
         "The level of configured provisioned throughput for the table was exceeded.",
     ),
     Fault.SERVER_ERROR: (500, "InternalServerError", "Internal server error"),
+    Fault.TRANSACTION_CONFLICT: (
+        400,
+        "TransactionConflictException",
+        "Transaction is ongoing for the item",
+    ),
+    Fault.TRANSACTION_THROTTLED: (
+        400,
+        "ThrottlingException",
+        "Rate of requests exceeds the allowed throughput.",
+    ),
 }
 
 
@@ -117,6 +144,8 @@ class FaultInjector:
     def _on_send(self, request: Any, **kwargs: Any) -> AWSResponse | None:
         operation = kwargs.get("event_name", "").rsplit(".", 1)[-1]
         fault = self._choose(operation)
+        if fault in _TRANSACTION_FAULTS and operation in _READS:
+            fault = None
         if fault is None:
             with self._lock:
                 self.passed += 1
@@ -134,9 +163,10 @@ class FaultInjector:
                 self._after_lost(operation)
             raise ReadTimeoutError(endpoint_url=request.url)  # ...the caller never hears back
         status, code, message = _ERROR_BODIES[fault]
-        body = json.dumps(
-            {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": message}
-        )
+        error: dict[str, Any] = {"message": message}
+        if fault in _TRANSACTION_FAULTS and operation == "TransactWriteItems":
+            code, error = _cancellation(request.body, *_TRANSACTION_FAULTS[fault])
+        body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", **error})
         headers: Any = {
             "Content-Type": "application/x-amz-json-1.0",
             "x-amzn-RequestId": "injected",
@@ -165,3 +195,17 @@ class FaultInjector:
         tb: TracebackType | None,
     ) -> None:
         self.detach()
+
+
+def _cancellation(body: bytes | str, reason: str, message: str) -> tuple[str, dict[str, Any]]:
+    """A ``TransactionCanceledException`` as DynamoDB shapes it: one reason per action, the
+    contended one on the first action (where a rival transaction would hold the session)."""
+    actions = len(json.loads(body).get("TransactItems", []))
+    reasons: list[dict[str, str]] = [{"Code": reason, "Message": message}]
+    reasons += [{"Code": "None"}] * (actions - 1)
+    codes = ", ".join(r["Code"] for r in reasons)
+    return "TransactionCanceledException", {
+        "Message": f"Transaction cancelled, please refer cancellation reasons for specific "
+        f"reasons [{codes}]",
+        "CancellationReasons": reasons,
+    }

@@ -59,8 +59,9 @@ def worker(
     for _ in range(max_attempts):
         if acked >= per_worker or time.monotonic() > stop:
             break
-        version = int(client.get_item(TableName=table, Key=k, ConsistentRead=True)["Item"]
-                      ["version"]["N"])
+        version = int(
+            client.get_item(TableName=table, Key=k, ConsistentRead=True)["Item"]["version"]["N"]
+        )
         if events is not None:
             events.append((time.monotonic() - t0, worker_id, "attempt"))
         try:
@@ -103,7 +104,12 @@ def read_result(client: Any, table: str, key: str, acked: int, conflicts: int) -
 
 
 def thread_race(
-    client: Any, table: str, key: str, *, threads: int = 8, per_worker: int = 50,
+    client: Any,
+    table: str,
+    key: str,
+    *,
+    threads: int = 8,
+    per_worker: int = 50,
     record_events: bool = False,
 ) -> RaceResult:
     """``threads`` threads share one client (boto3 clients are thread-safe)."""
@@ -114,8 +120,9 @@ def thread_race(
     t0 = time.monotonic()
 
     def run(i: int) -> None:
-        out = worker(client, table, key, i, per_worker,
-                     events=events if record_events else None, t0=t0)
+        out = worker(
+            client, table, key, i, per_worker, events=events if record_events else None, t0=t0
+        )
         with lock:
             results.append(out)
 
@@ -124,8 +131,7 @@ def thread_race(
         t.start()
     for t in pool:
         t.join(timeout=120)
-    result = read_result(client, table, key, sum(a for a, _ in results),
-                         sum(c for _, c in results))
+    result = read_result(client, table, key, sum(a for a, _ in results), sum(c for _, c in results))
     result.events = sorted(events)
     return result
 

@@ -64,9 +64,9 @@ OPS: dict[str, int] = {  # weights of the random mix
 }
 #: Targets before and after the "closing phase" (``close_after`` of a worker's operations).
 EARLY_TARGETS = [Status.ACTIVE] * 8 + [Status.INITIALIZING, Status.CLOSED]
-LATE_TARGETS = [Status.ACTIVE] * 2 + [Status.INITIALIZING] + [Status.CLOSING] * 3 + [
-    Status.CLOSED
-] * 3
+LATE_TARGETS = (
+    [Status.ACTIVE] * 2 + [Status.INITIALIZING] + [Status.CLOSING] * 3 + [Status.CLOSED] * 3
+)
 
 
 @dataclass(frozen=True)
@@ -221,15 +221,24 @@ def run_worker(
             messages = [
                 {"m": f"{worker}/{i}/{k}", "x": rng.random()} for k in range(rng.randint(1, 3))
             ]
-            call(op, sid, store.append_context, sid, messages,
-                 msgs=[m["m"] for m in messages])
+            call(op, sid, store.append_context, sid, messages, msgs=[m["m"] for m in messages])
         elif op == "record_tool_call":
             n = rng.randrange(plan.tool_ids)
             variant = worker if rng.random() < plan.conflicting_payloads else None
             p = tool_payload(sid, n, variant)
-            call(op, sid, store.record_tool_call, sid, p["tool_call_id"], p["tool_name"],
-                 p["input"], p["output"], p["duration_ms"],
-                 tool_call_id=p["tool_call_id"], variant=variant)
+            call(
+                op,
+                sid,
+                store.record_tool_call,
+                sid,
+                p["tool_call_id"],
+                p["tool_name"],
+                p["input"],
+                p["output"],
+                p["duration_ms"],
+                tool_call_id=p["tool_call_id"],
+                variant=variant,
+            )
         elif op == "get_session":
             call(op, sid, store.get_session, sid)
         else:
@@ -575,8 +584,13 @@ def scan_table(client: Any, table: str) -> list[dict[str, Any]]:
 
 
 def run_threads(
-    store: Any, plan: SoakPlan, threads: int, *, injector: FaultInjector | None = None,
-    prefix: str = "t", barrier: threading.Barrier | None = None,
+    store: Any,
+    plan: SoakPlan,
+    threads: int,
+    *,
+    injector: FaultInjector | None = None,
+    prefix: str = "t",
+    barrier: threading.Barrier | None = None,
 ) -> list[dict[str, Any]]:
     """``threads`` workers sharing ``store`` (and its client); joined with a timeout.
     The shared injector's totals are not in the reports: pass them to ``audit``."""

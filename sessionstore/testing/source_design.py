@@ -56,8 +56,12 @@ def update_session_status(
                 ConditionExpression="#v = :expected",
                 ExpressionAttributeNames={"#status": "status", "#v": "version"},
                 ExpressionAttributeValues=_values(
-                    {":status": new_status, ":now": now_iso(), ":inc": 1,
-                     ":expected": expected_version}
+                    {
+                        ":status": new_status,
+                        ":now": now_iso(),
+                        ":inc": 1,
+                        ":expected": expected_version,
+                    }
                 ),
             )
             return
@@ -94,8 +98,13 @@ def append_context_messages(
         ConditionExpression="#v = :expected",
         ExpressionAttributeNames={"#v": "version"},
         ExpressionAttributeValues=_values(
-            {":msgs": new_messages, ":empty": [], ":now": now_iso(), ":inc": 1,
-             ":expected": expected_version}
+            {
+                ":msgs": new_messages,
+                ":empty": [],
+                ":now": now_iso(),
+                ":inc": 1,
+                ":expected": expected_version,
+            }
         ),
     )
 

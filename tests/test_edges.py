@@ -1,0 +1,448 @@
+"""Issue 9: the store's write paths at their edges, one test per defect the review found.
+
+Faults are injected on a client whose botocore retries are off (``max_attempts=1``), so each
+injected fault reaches the store's own attempt driver directly and a test needs no sleeps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from botocore.exceptions import ReadTimeoutError
+
+import sessionstore as ss
+from sessionstore import schema, sizing, wire
+from sessionstore.retry import RetryPolicy
+from sessionstore.testing import Fault, FaultInjector, RequestLog
+
+from .conftest import scan
+
+
+def _store(engine: Any, table: str, clock: ss.ManualClock, attempts: int, **kw: Any) -> Any:
+    client = ss.connect(engine.endpoint_url, max_attempts=1)  # botocore does not retry
+    retry = RetryPolicy(max_attempts=attempts, sleep=lambda _s: None)
+    return ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds(), retry=retry, **kw)
+
+
+def _meta(client: Any, table: str, sid: str) -> dict[str, Any]:
+    item = client.get_item(TableName=table, Key=schema.meta_key(sid), ConsistentRead=True)
+    return wire.to_python(item.get("Item")) or {}
+
+
+def _sweep(client: Any, table: str, *sks: str, sid: str) -> None:
+    """What DynamoDB's TTL sweeper does, late and one item at a time."""
+    for sk in sks:
+        client.delete_item(TableName=table, Key={"pk": {"S": schema.pk(sid)}, "sk": {"S": sk}})
+
+
+# ------------------------------------------------ 1. write loops that ended on a swallowed fault
+
+
+def test_create_whose_only_attempt_got_a_500_raises_instead_of_returning_a_session(
+    engine: Any, table: str, clock: ss.ManualClock
+) -> None:
+    store = _store(engine, table, clock, attempts=1)
+    with (
+        FaultInjector(store.client, script=[Fault.SERVER_ERROR]),
+        pytest.raises(ss.Unavailable) as caught,
+    ):
+        store.create_session("s1")
+    assert caught.value.maybe_applied  # a 500 may have been applied: the caller must not assume
+    assert caught.value.__cause__ is not None  # botocore's error, not an internal one
+    assert scan(store.client, table) == []
+    with pytest.raises(ss.SessionNotFound):
+        store.get_session("s1")
+
+
+def test_create_settles_a_500_with_its_second_attempt(
+    engine: Any, table: str, clock: ss.ManualClock
+) -> None:
+    store = _store(engine, table, clock, attempts=2)
+    with FaultInjector(store.client, script=[Fault.SERVER_ERROR]):
+        session = store.create_session("s1")
+    assert store.get_session("s1") == session
+
+
+@pytest.mark.parametrize("fault", [Fault.SERVER_ERROR, Fault.LOST_RESPONSE])
+def test_transition_that_ran_out_of_attempts_raises_unavailable_not_assertion_error(
+    engine: Any, table: str, clock: ss.ManualClock, fault: Fault
+) -> None:
+    store = _store(engine, table, clock, attempts=1)
+    sid = store.create_session().session_id
+    with FaultInjector(store.client, script=[fault]), pytest.raises(ss.Unavailable) as caught:
+        store.activate(sid)
+    assert caught.value.maybe_applied
+    landed = fault is Fault.LOST_RESPONSE
+    assert store.get_session(sid).status is (ss.Status.ACTIVE if landed else ss.Status.INITIALIZING)
+
+
+@pytest.mark.parametrize("fault", [Fault.SERVER_ERROR, Fault.LOST_RESPONSE])
+def test_record_that_ran_out_of_attempts_raises_unavailable_not_assertion_error(
+    engine: Any, table: str, clock: ss.ManualClock, fault: Fault
+) -> None:
+    store = _store(engine, table, clock, attempts=1)
+    sid = store.activate(store.create_session().session_id).session_id
+    with FaultInjector(store.client, script=[fault]), pytest.raises(ss.Unavailable) as caught:
+        store.record_tool_call(sid, "c1", "t", {}, 1, 0)
+    assert caught.value.maybe_applied
+    # Calling again is the documented answer to maybe_applied: exactly one record either way.
+    store.record_tool_call(sid, "c1", "t", {}, 1, 0)
+    assert [r.tool_call_id for r in store.tool_calls(sid)] == ["c1"]
+
+
+def test_append_whose_last_attempt_was_lost_is_not_reported_as_a_conflict(
+    engine: Any, table: str, clock: ss.ManualClock
+) -> None:
+    store = _store(engine, table, clock, attempts=2)
+    sid = store.activate(store.create_session().session_id).session_id
+    rival = ss.SessionStore(ss.connect(engine.endpoint_url), table, clock=clock)
+    rival.append_context(sid, ["rival"])  # our hint is now stale: attempt 1 is refused
+    with (
+        FaultInjector(store.client, script=[None, Fault.LOST_RESPONSE], operations=["UpdateItem"]),
+        pytest.raises(ss.Unavailable) as caught,
+    ):
+        store.append_context(sid, ["mine"])
+    # Before: ConflictRetriesExhausted, and a caller retrying on it appended "mine" twice.
+    assert not isinstance(caught.value, ss.ConflictRetriesExhausted)
+    assert caught.value.maybe_applied
+    assert list(store.get_session(sid).context) == ["rival", "mine"]
+
+
+def test_conflict_retries_exhausted_only_when_every_attempt_was_refused(
+    engine: Any, table: str, clock: ss.ManualClock
+) -> None:
+    store = _store(engine, table, clock, attempts=3)
+    sid = store.activate(store.create_session().session_id).session_id
+    rival = ss.SessionStore(ss.connect(engine.endpoint_url), table, clock=clock)
+
+    def rival_first(**_: Any) -> None:  # a rival write lands before every attempt of ours
+        rival.append_context(sid, ["rival"])
+
+    store.client.meta.events.register("before-send.dynamodb.UpdateItem", rival_first)
+    with RequestLog(store.client) as log, pytest.raises(ss.ConflictRetriesExhausted) as caught:
+        store.append_context(sid, ["mine"])
+    store.client.meta.events.unregister("before-send.dynamodb.UpdateItem", rival_first)
+    assert caught.value.attempts == 3
+    assert log.counts() == {"UpdateItem": 3}  # the current item came from ALL_OLD, no re-read
+    assert caught.value.current.version == store.get_session(sid).version
+    assert "mine" not in list(store.get_session(sid).context)
+
+
+# ------------------------------------------------ 2. a version hint that outlived its session
+
+
+def _reincarnate(store: Any, client: Any, table: str, clock: ss.ManualClock, sid: str) -> None:
+    """Session ``sid`` lives, grows, expires, is swept by TTL and is created again."""
+    store.activate(store.create_session(sid, ttl_seconds=60).session_id)
+    for _ in range(6):
+        store.append_context(sid, ["x" * 1_000])
+    clock.advance(seconds=120)
+    _sweep(client, table, *(i["sk"]["S"] for i in scan(client, table)), sid=sid)
+
+
+def test_version_hint_outlives_its_session_same_instance(
+    engine: Any, client: Any, table: str, clock: ss.ManualClock
+) -> None:
+    limit = ss.METADATA_OVERHEAD + 3_000  # the old context would not fit; the new one is empty
+    store = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds(), item_size_limit=limit)
+    store.item_size_limit = sizing.MAX_ITEM_BYTES  # let the first incarnation grow
+    _reincarnate(store, client, table, clock, "reused")
+    store.item_size_limit = limit
+    new = store.activate(store.create_session("reused", ttl_seconds=3_600).session_id)
+    with RequestLog(client) as log:
+        appended = store.append_context("reused", ["hello"])
+        rec = store.record_tool_call("reused", "c1", "t", {}, 1, 0)
+    assert log.counts() == {"UpdateItem": 1, "TransactWriteItems": 1}  # no conflict, no refusal
+    assert appended.version == new.version + 1 and list(appended.context) == ["hello"]
+    assert rec.ttl == new.ttl  # not the old incarnation's ttl, already past
+
+
+def test_version_hint_outlives_its_session_other_instance_recreates(
+    engine: Any, client: Any, table: str, clock: ss.ManualClock
+) -> None:
+    store = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds())
+    _reincarnate(store, client, table, clock, "reused")
+    other = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds("o"))
+    new = other.activate(other.create_session("reused", ttl_seconds=3_600).session_id)
+    rec = store.record_tool_call("reused", "c1", "t", {}, 1, 0)
+    assert rec.ttl == new.ttl
+    items = {i["sk"]["S"]: int(i["ttl"]["N"]) for i in scan(client, table)}
+    assert set(items.values()) == {new.ttl}  # record and guard expire with the new session
+    with RequestLog(client) as log:
+        store.append_context("reused", ["a"])
+        store.append_context("reused", ["b"])
+    assert log.counts() == {"UpdateItem": 2}  # the hint follows the new incarnation
+
+
+def test_record_ttl_from_a_stale_hint_is_corrected_by_the_condition(
+    client: Any, table: str, clock: ss.ManualClock
+) -> None:
+    """A hint whose ttl has not passed but whose session was replaced (deleted by hand and
+    re-created): the ConditionCheck compares ttl, so the record still gets the session's."""
+    store = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds())
+    store.activate(store.create_session("s", ttl_seconds=600).session_id)
+    _sweep(client, table, schema.META_SK, sid="s")
+    other = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds("o"))
+    new = other.activate(other.create_session("s", ttl_seconds=9_000).session_id)
+    with RequestLog(client) as log:
+        rec = store.record_tool_call("s", "c1", "t", {}, 1, 0)
+    assert log.counts() == {"TransactWriteItems": 2}
+    assert rec.ttl == new.ttl
+
+
+# ------------------------------------------------ 3. TTL deletes items one at a time
+
+
+def test_guard_without_record_after_ttl_records_again(
+    store: ss.SessionStore, active: ss.Session, client: Any, table: str, clock: ss.ManualClock
+) -> None:
+    sid = active.session_id
+    first = store.record_tool_call(
+        sid, "c1", "t", {"q": 1}, "old", 5, owner="alice", ttl_seconds=60
+    )
+    clock.advance(seconds=120)
+    _sweep(client, table, schema.tool_sk(first.recorded_at, "c1"), sid=sid)  # guard survives
+    again = store.record_tool_call(sid, "c1", "t", {"q": 1}, "new", 7, owner="alice")
+    assert again.output == "new" and again.recorded_at > first.recorded_at
+    assert [r.output for r in store.tool_calls(sid, owner="alice")] == ["new"]
+
+
+def test_expired_guard_with_its_record_still_present_records_again_and_hides_the_old_one(
+    store: ss.SessionStore, active: ss.Session, client: Any, table: str, clock: ss.ManualClock
+) -> None:
+    sid = active.session_id
+    store.record_tool_call(sid, "c1", "t", {}, "old", 5, owner="alice", ttl_seconds=60)
+    clock.advance(seconds=120)  # nothing swept yet
+    again = store.record_tool_call(sid, "c1", "t", {}, "new", 7, owner="alice")
+    assert again.output == "new"
+    _, history = store.load(sid, owner="alice")
+    assert [r.output for r in history] == ["new"]
+
+
+def test_live_guard_without_its_record_raises_record_missing(
+    store: ss.SessionStore, active: ss.Session, client: Any, table: str
+) -> None:
+    sid = active.session_id
+    first = store.record_tool_call(sid, "c1", "t", {}, 1, 5, owner="alice")
+    _sweep(client, table, schema.tool_sk(first.recorded_at, "c1"), sid=sid)  # deleted by hand
+    before = scan(client, table)
+    with pytest.raises(ss.RecordMissing) as caught:
+        store.record_tool_call(sid, "c1", "t", {}, 1, 5, owner="alice")  # was: KeyError('Item')
+    assert caught.value.tool_call_id == "c1"
+    assert scan(client, table) == before  # not recorded again: the call may have run
+
+
+def test_expired_records_are_invisible_on_read(
+    store: ss.SessionStore, active: ss.Session, clock: ss.ManualClock
+) -> None:
+    sid = active.session_id
+    store.record_tool_call(sid, "short", "t", {}, 1, 0, owner="alice", ttl_seconds=60)
+    clock.advance(ms=1)
+    store.record_tool_call(sid, "long", "t", {}, 1, 0, owner="alice")
+    assert [r.tool_call_id for r in store.tool_calls(sid, owner="alice")] == ["short", "long"]
+    clock.advance(
+        seconds=60, ms=-1
+    )  # ttl == now: expired (DynamoDB deletes items whose ttl passed)
+    assert [r.tool_call_id for r in store.tool_calls(sid, owner="alice")] == ["long"]
+    _, history = store.load(sid, owner="alice")
+    assert [r.tool_call_id for r in history] == ["long"]
+
+
+# ------------------------------------------------ 4 and 5. real DynamoDB's transaction errors
+
+
+def test_transaction_cancelled_by_throttling_is_retried(
+    engine: Any, table: str, clock: ss.ManualClock
+) -> None:
+    store = _store(engine, table, clock, attempts=3)
+    sid = store.activate(store.create_session().session_id).session_id
+    with (
+        FaultInjector(store.client, script=[Fault.TRANSACTION_THROTTLED]) as faults,
+        RequestLog(store.client) as log,
+    ):
+        rec = store.record_tool_call(sid, "c1", "t", {}, 1, 0)
+    assert faults.injected[Fault.TRANSACTION_THROTTLED] == 1
+    assert log.counts() == {"TransactWriteItems": 2}
+    assert [r for r in store.tool_calls(sid)] == [rec]
+
+
+@pytest.mark.parametrize("fault", [Fault.TRANSACTION_THROTTLED, Fault.TRANSACTION_CONFLICT])
+def test_transaction_cancelled_on_every_attempt_is_unavailable_and_writes_nothing(
+    engine: Any, table: str, clock: ss.ManualClock, fault: Fault
+) -> None:
+    store = _store(engine, table, clock, attempts=3)
+    sid = store.activate(store.create_session().session_id).session_id
+    before = scan(store.client, table)
+    with FaultInjector(store.client, script=[fault] * 3), pytest.raises(ss.Unavailable) as caught:
+        store.record_tool_call(sid, "c1", "t", {}, 1, 0)
+    assert not caught.value.maybe_applied  # provably refused every time: safe to call again
+    assert caught.value.__cause__ is None and caught.value.__context__ is None
+    assert "3 attempts" in str(caught.value)
+    assert scan(store.client, table) == before
+
+
+@pytest.mark.parametrize("operation", ["create", "activate", "append", "update_status"])
+def test_transaction_conflict_exception_is_retried(
+    engine: Any, table: str, clock: ss.ManualClock, operation: str
+) -> None:
+    store = _store(engine, table, clock, attempts=3)
+    sid = store.create_session().session_id
+    if operation in ("append",):
+        store.activate(sid)
+    calls = {
+        "create": lambda: store.create_session("other"),
+        "activate": lambda: store.activate(sid),
+        "append": lambda: store.append_context(sid, ["m"]),
+        "update_status": lambda: store.update_status(sid, ss.Status.CLOSING),
+    }
+    with FaultInjector(store.client, script=[Fault.TRANSACTION_CONFLICT]) as faults:
+        result = calls[operation]()
+    assert faults.injected[Fault.TRANSACTION_CONFLICT] == 1
+    assert store.get_session(result.session_id) == result
+
+
+def test_transaction_conflict_on_every_attempt_is_unavailable_and_writes_nothing(
+    engine: Any, table: str, clock: ss.ManualClock
+) -> None:
+    store = _store(engine, table, clock, attempts=4)
+    sid = store.activate(store.create_session().session_id).session_id
+    before = _meta(store.client, table, sid)
+    with (
+        FaultInjector(store.client, script=[Fault.TRANSACTION_CONFLICT] * 4),
+        pytest.raises(ss.Unavailable) as caught,
+    ):
+        store.append_context(sid, ["m"])
+    assert not caught.value.maybe_applied
+    assert "TransactionConflictException" in str(caught.value)
+    assert _meta(store.client, table, sid) == before
+
+
+# ------------------------------------------------ 6. the widest metadata item
+
+
+class _LongTokens(ss.CounterIds):
+    def token(self) -> str:
+        return super().token().rjust(64, "T")
+
+
+def test_widest_metadata_item_stays_within_the_limit(
+    client: Any, table: str, clock: ss.ManualClock
+) -> None:
+    """The reserve used to be computed with 10**20 (2 bytes as a DynamoDB number) and 32-char
+    tokens; a 64-character token factory then stored a 20,351 B item under a 20,000 B limit."""
+    limit = 20_000
+    sid, owner = "s" * 128, "o" * 128
+
+    def store() -> ss.SessionStore:  # a new instance: no hint of the numbers set by hand
+        return ss.SessionStore(client, table, clock=clock, ids=_LongTokens(), item_size_limit=limit)
+
+    store().create_session(sid, owner=owner, ttl_seconds=316_224_000)
+    # A long-lived session: version and ttl with many significant digits.
+    client.update_item(
+        TableName=table,
+        Key=schema.meta_key(sid),
+        UpdateExpression="SET version = :v, #t = :t",
+        ExpressionAttributeNames={"#t": "ttl"},
+        ExpressionAttributeValues={":v": {"N": "98765432109876543210"}, ":t": {"N": "9876543219"}},
+    )
+    writer = store()
+    writer.activate(sid, owner=owner)
+    for n in range(100):  # fills all 16 ring slots with 64-character tokens, then the context
+        try:
+            writer.append_context(sid, [f"{n:03d}" + "m" * 600], owner=owner)
+        except ss.ItemTooLarge:
+            break
+    else:
+        pytest.fail("the context never filled up")
+    writer.begin_close(sid, owner=owner)  # two more tokens after the context is full
+    writer.close(sid, owner=owner)
+    raw = client.get_item(TableName=table, Key=schema.meta_key(sid), ConsistentRead=True)["Item"]
+    assert sum(1 for k in raw if k.startswith("w")) == schema.RING_SIZE
+    assert {k for k in raw if k.startswith("tx_")} == {"tx_active", "tx_closing", "tx_closed"}
+    assert sizing.item_size(raw) <= limit
+    assert limit - sizing.item_size(raw) < 1_000  # and the reserve is not wildly generous
+
+
+@pytest.mark.parametrize("token", ["T" * 65, "", "has space", 7])
+def test_token_length_is_validated(
+    client: Any, table: str, clock: ss.ManualClock, token: Any, requests: RequestLog
+) -> None:
+    class Bad(ss.CounterIds):
+        def token(self) -> Any:
+            return token
+
+    store = ss.SessionStore(client, table, clock=clock, ids=Bad())
+    with pytest.raises(ss.InvalidInput, match="token"):
+        store.create_session("s")
+    assert requests.count == 0
+
+
+# ------------------------------------------------ 8. smaller ones
+
+
+def test_session_and_record_are_hashable(store: ss.SessionStore, active: ss.Session) -> None:
+    appended = store.append_context(active.session_id, [{"role": "user"}], owner="alice")
+    rec = store.record_tool_call(active.session_id, "c", "t", {"a": 1}, {"b": 2}, 0, owner="alice")
+    again = store.get_session(active.session_id, owner="alice")
+    assert appended == again and hash(appended) == hash(again)
+    assert len({appended, again, active}) == 2
+    assert {
+        rec,
+        store.record_tool_call(active.session_id, "c", "t", {"a": 1}, 0, 0, owner="alice"),
+    } == {rec}
+
+
+def test_context_equality_is_by_value() -> None:
+    ctx = ss.Context(['{"a":1}', "2"])
+    assert ctx == ({"a": 1}, 2) and ctx == [{"a": 1}, 2]
+    assert ss.Context() == [] and ss.Context() == ()
+    assert ctx != [{"a": 1}] and ctx != ["x", 2]
+    assert ss.Context(['{"a":1,"b":2}']) == ss.Context(['{"b":2,"a":1}'])
+    with pytest.raises(TypeError):
+        hash(ctx)  # like a list: its messages are usually dicts
+
+
+def test_ambiguity_mark_is_per_request_not_per_thread(
+    engine: Any, table: str, clock: ss.ManualClock
+) -> None:
+    """botocore retries a lost attempt; while it does, another request is sent from the same
+    thread (a hook here; an event loop's callbacks in an async server). A thread-local flag was
+    reset by that other request, so the retried write forgot it may have landed."""
+    client = ss.connect(engine.endpoint_url, max_attempts=2)
+    store = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds())
+    sid = store.activate(store.create_session().session_id).session_id
+    seen = store.get_session(sid)
+    sends = []
+
+    def other_request_in_between(**_: Any) -> None:
+        sends.append(1)
+        if len(sends) == 2:  # the retry of the lost attempt
+            store.get_session(sid)
+
+    client.meta.events.register("before-send.dynamodb.UpdateItem", other_request_in_between)
+    request = {
+        "TableName": table,
+        "Key": schema.meta_key(sid),
+        "UpdateExpression": "SET version = :n",
+        "ConditionExpression": "version = :v",
+        "ExpressionAttributeValues": {":v": {"N": str(seen.version)}, ":n": {"N": "99"}},
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+    with (
+        FaultInjector(client, script=[Fault.LOST_RESPONSE], operations=["UpdateItem"]),
+        pytest.raises(wire.ConditionFailed) as caught,
+    ):
+        wire.send(client, "update_item", request, table, 400_000)
+    assert len(sends) == 2
+    assert caught.value.ambiguous  # the lost first attempt is remembered for this request
+
+
+def test_watch_attempt_marks_only_its_own_request() -> None:
+    first, second = wire._Attempt(), wire._Attempt()
+    wire.watch_attempt(
+        caught_exception=ReadTimeoutError(endpoint_url="http://127.0.0.1"),
+        request_dict={"context": {"sessionstore.attempt": first}},
+    )
+    wire.watch_attempt(response=None, request_dict={"context": {"sessionstore.attempt": second}})
+    assert (first.ambiguous, second.ambiguous) == (True, False)
