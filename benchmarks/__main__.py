@@ -1,9 +1,9 @@
 """``python -m benchmarks`` -- every phase, bounded in count and time (10 minutes in all).
 
-    python -m benchmarks               # all phases; the suite timing if the budget allows
-    python -m benchmarks --no-suite    # skip phase 5 (the slow one)
-    python -m benchmarks --suite       # require phase 5 (still bounded by the budget)
-    python -m benchmarks --quick       # a smoke run: fewer repeats and calls
+python -m benchmarks               # all phases; the suite timing if the budget allows
+python -m benchmarks --no-suite    # skip phase 5 (the slow one)
+python -m benchmarks --suite       # require phase 5 (still bounded by the budget)
+python -m benchmarks --quick       # a smoke run: fewer repeats and calls
 """
 
 from __future__ import annotations
@@ -35,26 +35,46 @@ def progress(message: str) -> None:
 
 def _commit() -> str:
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=10, cwd=Path(__file__).parent)
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            cwd=Path(__file__).parent,
+        )
         return out.stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     suite_flag = parser.add_mutually_exclusive_group()
-    suite_flag.add_argument("--suite", dest="suite", action="store_true", default=None,
-                            help="time the notebook suite and make test (default: if time allows)")
+    suite_flag.add_argument(
+        "--suite",
+        dest="suite",
+        action="store_true",
+        default=None,
+        help="time the notebook suite and make test (default: if time allows)",
+    )
     suite_flag.add_argument("--no-suite", dest="suite", action="store_false")
     parser.add_argument("--quick", action="store_true", help="smoke run: 2 repeats, few calls")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats (>= 5)")
-    parser.add_argument("--budget", type=float, default=570.0,
-                        help="seconds for the whole run (default 570: under 10 minutes)")
-    parser.add_argument("--no-readme", action="store_true",
-                        help="do not touch README.md even if it has the bench markers")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=570.0,
+        help="seconds for the whole run (default 570: under 10 minutes)",
+    )
+    parser.add_argument(
+        "--no-readme",
+        action="store_true",
+        help="do not touch README.md even if it has the bench markers",
+    )
     parser.add_argument("--out", type=Path, default=report.RESULTS)
     args = parser.parse_args(argv)
 
@@ -73,8 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     ]
     args.out.mkdir(parents=True, exist_ok=True)
 
-    progress(f"embedded engine; phases 1-2: versioned updates, {repeats} interleaved repeats "
-             f"(noisy shared machine: compare ratios)")
+    progress(
+        f"embedded engine; phases 1-2: versioned updates, {repeats} interleaved repeats "
+        f"(noisy shared machine: compare ratios)"
+    )
     with LocalDynamoDB() as engine:
         endpoint = engine.endpoint_url
         contenders = all_contenders(endpoint)
@@ -83,18 +105,30 @@ def main(argv: list[str] | None = None) -> int:
         assert isinstance(source, SourceContender)
         assert isinstance(pynamo, PynamoDBContender)
         walks = updates.status_walks(ours, source, pynamo)
-        progress("  status walk: " + ", ".join(f"{w.contender} {w.requests_per_move:.2f}"
-                                               for w in walks))
-        runs = updates.run_all(contenders, scenarios, repeats, run_deadline_s=60,
-                               phase_deadline=min(deadline - 200, time.monotonic() + 240),
-                               progress=progress)
+        progress(
+            "  status walk: " + ", ".join(f"{w.contender} {w.requests_per_move:.2f}" for w in walks)
+        )
+        runs = updates.run_all(
+            contenders,
+            scenarios,
+            repeats,
+            run_deadline_s=60,
+            phase_deadline=min(deadline - 200, time.monotonic() + 240),
+            progress=progress,
+        )
         summaries = updates.summarize(runs)
 
-        progress(f"phase 3: library overhead over Stubber ({calls} calls x {overhead_repeats} "
-                 "repeats per side, alternating)")
-        over = overhead.run(endpoint, calls=calls, repeats=overhead_repeats,
-                            deadline=min(deadline - 120, time.monotonic() + 120),
-                            progress=progress)
+        progress(
+            f"phase 3: library overhead over Stubber ({calls} calls x {overhead_repeats} "
+            "repeats per side, alternating)"
+        )
+        over = overhead.run(
+            endpoint,
+            calls=calls,
+            repeats=overhead_repeats,
+            deadline=min(deadline - 120, time.monotonic() + 120),
+            progress=progress,
+        )
 
         progress("phase 4: cost growth (sizing rules)")
         ours_growth, source_growth, loads, sizes = growth.run(endpoint)
@@ -105,8 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         progress("phase 5: suite timing skipped (--no-suite)")
     elif remaining < 60:
         progress(f"phase 5: suite timing skipped: only {remaining:.0f} s of budget left")
-        suite_timings.append(suite.SuiteTiming("suite", "make test", 0.0, None,
-                                               "skipped: budget spent"))
+        suite_timings.append(
+            suite.SuiteTiming("suite", "make test", 0.0, None, "skipped: budget spent")
+        )
     else:
         progress(f"phase 5: suite timing (notebooks, make test), at most {remaining:.0f} s")
         suite_timings = suite.run(budget_s=remaining)
@@ -134,27 +169,44 @@ def main(argv: list[str] | None = None) -> int:
             "contenders": {c.name: c.label for c in contenders},
         },
     }
-    table = report.markdown(meta, summaries, walks, over, (ours_growth, source_growth), loads,
-                            sizes, suite_timings)
+    table = report.markdown(
+        meta, summaries, walks, over, (ours_growth, source_growth), loads, sizes, suite_timings
+    )
     print(table)
 
-    report.write_json(args.out / "latest.json", {
-        "meta": meta,
-        "updates": {"summaries": updates.as_dicts(summaries),
-                    "runs": [{**asdict(r), "per_second": r.per_second, "wasted": r.wasted}
-                             for r in runs],
-                    "status_walks": updates.as_dicts(walks)},
-        "overhead": [asdict(r) for r in over],
-        "growth": {"ours": asdict(ours_growth), "source": asdict(source_growth),
-                   "loads": [asdict(ld) for ld in loads], "sizes": sizes},
-        "suite": [asdict(t) for t in suite_timings],
-    })
-    report.write_csv(args.out / "latest.csv",
-                     report.csv_rows(summaries, walks, over, (ours_growth, source_growth), loads,
-                                     suite_timings))
+    report.write_json(
+        args.out / "latest.json",
+        {
+            "meta": meta,
+            "updates": {
+                "summaries": updates.as_dicts(summaries),
+                "runs": [
+                    {**asdict(r), "per_second": r.per_second, "wasted": r.wasted} for r in runs
+                ],
+                "status_walks": updates.as_dicts(walks),
+            },
+            "overhead": [asdict(r) for r in over],
+            "growth": {
+                "ours": asdict(ours_growth),
+                "source": asdict(source_growth),
+                "loads": [asdict(ld) for ld in loads],
+                "sizes": sizes,
+            },
+            "suite": [asdict(t) for t in suite_timings],
+        },
+    )
+    report.write_csv(
+        args.out / "latest.csv",
+        report.csv_rows(summaries, walks, over, (ours_growth, source_growth), loads, suite_timings),
+    )
     (args.out / "latest.md").write_text(table)
-    report.plot(args.out / "latest.png", summaries, over, (ours_growth, source_growth),
-                [s.name for s in scenarios])
+    report.plot(
+        args.out / "latest.png",
+        summaries,
+        over,
+        (ours_growth, source_growth),
+        [s.name for s in scenarios],
+    )
     _history(args.out / "history.csv", meta, summaries, over, suite_timings)
     wrote = [f"{args.out}/latest.{{json,csv,md,png}}", "history.csv"]
     if not args.no_readme and not args.quick and report.update_readme(table):
@@ -163,11 +215,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _history(path: Path, meta: dict[str, Any], summaries: list[updates.Summary],
-             over: list[overhead.OverheadResult], timings: list[suite.SuiteTiming]) -> None:
+def _history(
+    path: Path,
+    meta: dict[str, Any],
+    summaries: list[updates.Summary],
+    over: list[overhead.OverheadResult],
+    timings: list[suite.SuiteTiming],
+) -> None:
     """One line per run, so regressions show across commits."""
-    row: dict[str, Any] = {"when": meta["when"], "commit": meta["commit"],
-                           "quick": meta["quick"], "bench_s": round(meta["wall_s"])}
+    row: dict[str, Any] = {
+        "when": meta["when"],
+        "commit": meta["commit"],
+        "quick": meta["quick"],
+        "bench_s": round(meta["wall_s"]),
+    }
     for s in summaries:
         key = f"{s.contender}/{s.scenario}".replace(" ", "_")
         row[f"{key}/per_s"] = round(s.per_second_median, 1)

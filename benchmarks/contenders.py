@@ -61,6 +61,7 @@ class Contender:
             events.unregister("before-send.dynamodb", self._latency)
             self._latency = None
         if seconds > 0:
+
             def delay(**_: Any) -> None:
                 time.sleep(seconds)
 
@@ -91,8 +92,9 @@ def _gave_up_loop(call: Callable[[], object], is_give_up: Callable[[Exception], 
 
 
 def _raw_version(client: Any, table: str, session_id: str) -> int:
-    item = client.get_item(TableName=table, Key=schema.meta_key(session_id),
-                           ConsistentRead=True)["Item"]
+    item = client.get_item(TableName=table, Key=schema.meta_key(session_id), ConsistentRead=True)[
+        "Item"
+    ]
     return int(item["version"]["N"])
 
 
@@ -104,8 +106,10 @@ class SessionStoreContender(Contender):
     def __init__(self, endpoint: str, table: str, *, base_delay: float | None = None) -> None:
         if base_delay is not None:  # a tuning variant: same store, slower first backoff
             self.name = f"sessionstore-{base_delay * 1000:.0f}ms"
-            self.label = (f"sessionstore with RetryPolicy(base_delay={base_delay * 1000:.0f} ms)"
-                          " -- a tuning variant, contended runs only")
+            self.label = (
+                f"sessionstore with RetryPolicy(base_delay={base_delay * 1000:.0f} ms)"
+                " -- a tuning variant, contended runs only"
+            )
             self.contended_only = True
         self._retry_base = base_delay
         self.table = table
@@ -120,8 +124,9 @@ class SessionStoreContender(Contender):
         return sid
 
     def writer(self, session_id: str, writer_id: int) -> Commit:
-        retry = (ss.RetryPolicy(base_delay=self._retry_base)
-                 if self._retry_base is not None else None)
+        retry = (
+            ss.RetryPolicy(base_delay=self._retry_base) if self._retry_base is not None else None
+        )
         # its own (cold) version hint, as a separate server instance would have
         store = ss.SessionStore(self.client, self.table, retry=retry)
         messages = [f"w{writer_id}"]
@@ -223,8 +228,9 @@ def make_pynamodb_model(endpoint: str, table: str) -> Any:
     return SessionMetadata
 
 
-def pynamodb_update_status(model: Any, session_id: str, new_status: str,
-                           max_retries: int = SOURCE_MAX_RETRIES) -> None:
+def pynamodb_update_status(
+    model: Any, session_id: str, new_status: str, max_retries: int = SOURCE_MAX_RETRIES
+) -> None:
     """The source design's loop, written with PynamoDB: read (consistent), ``update`` with the
     ``VersionAttribute`` condition, re-read on a conflict, same backoff."""
     from pynamodb.exceptions import UpdateError
@@ -232,8 +238,12 @@ def pynamodb_update_status(model: Any, session_id: str, new_status: str,
     for attempt in range(max_retries + 1):
         item = model.get(schema.pk(session_id), schema.META_SK, consistent_read=True)
         try:
-            item.update(actions=[model.status.set(new_status),
-                                 model.updated_at.set(source_design._now_iso())])
+            item.update(
+                actions=[
+                    model.status.set(new_status),
+                    model.updated_at.set(source_design._now_iso()),
+                ]
+            )
             return
         except UpdateError as err:
             if err.cause_response_code == CONDITION_FAILED and attempt < max_retries:

@@ -34,12 +34,18 @@ PAGE_BYTES = 1_048_576
 #: a typical chat message (about 0.5 KB)
 GROWTH_MESSAGE = {
     "role": "assistant",
-    "content": ("The session store keeps one metadata item per session; every append rewrites "
-                "it, so the cost of an append follows the size of the whole item. ") * 3,
+    "content": (
+        "The session store keeps one metadata item per session; every append rewrites "
+        "it, so the cost of an append follows the size of the whole item. "
+    )
+    * 3,
 }
 TOOL_INPUT = {"query": "dynamodb optimistic locking", "limit": 5, "filters": {"lang": "en"}}
-TOOL_OUTPUT = {"hits": [{"title": f"result {i}", "score": 0.9 - i / 10, "url": f"https://e/{i}"}
-                        for i in range(3)]}
+TOOL_OUTPUT = {
+    "hits": [
+        {"title": f"result {i}", "score": 0.9 - i / 10, "url": f"https://e/{i}"} for i in range(3)
+    ]
+}
 CHECKPOINTS = (1, 10, 50, 100, 200, 400, 600)
 
 
@@ -84,9 +90,9 @@ def _ours_base(endpoint: str) -> dict[str, Any]:
     store.activate(sid, owner="alice")
     for i in range(schema.RING_SIZE):
         store.append_context(sid, [f"m{i}"], owner="alice")
-    item: dict[str, Any] = client.get_item(TableName="bench-growth",
-                                           Key=schema.meta_key(sid),
-                                           ConsistentRead=True)["Item"]
+    item: dict[str, Any] = client.get_item(
+        TableName="bench-growth", Key=schema.meta_key(sid), ConsistentRead=True
+    )["Item"]
     return item
 
 
@@ -102,8 +108,9 @@ def _source_base() -> dict[str, Any]:
     }
 
 
-def _series(design: str, size_of: Any, element: int, max_n: int, refused_size: int,
-            limit: str) -> Growth:
+def _series(
+    design: str, size_of: Any, element: int, max_n: int, refused_size: int, limit: str
+) -> Growth:
     series: list[tuple[int, int, int]] = []
     total = 0
     previous = size_of(0)
@@ -128,8 +135,7 @@ def _series(design: str, size_of: Any, element: int, max_n: int, refused_size: i
     )
 
 
-def context_growth(base: dict[str, Any], *,
-                   message: Any = GROWTH_MESSAGE) -> tuple[Growth, Growth]:
+def context_growth(base: dict[str, Any], *, message: Any = GROWTH_MESSAGE) -> tuple[Growth, Growth]:
     """``base``: our metadata item as stored (see ``_ours_base``)."""
     # ours: JSON text elements; contextBytes tracks the list's own size
     text = codec.encode(message)
@@ -142,17 +148,29 @@ def context_growth(base: dict[str, Any], *,
 
     def ours_size(n: int) -> int:
         list_bytes = empty_list + n * element
-        return (rest_bytes + len(b"context") + list_bytes + len(b"contextBytes")
-                + sizing.number_size(list_bytes))
+        return (
+            rest_bytes
+            + len(b"context")
+            + list_bytes
+            + len(b"contextBytes")
+            + sizing.number_size(list_bytes)
+        )
 
     ours_max = (budget - empty_list) // element  # contextBytes + added <= budget
     # check the closed form against the real rule on a built item
-    built = dict(rest, context={"L": [{"S": text}] * 3},
-                 contextBytes={"N": str(empty_list + 3 * element)})
+    built = dict(
+        rest, context={"L": [{"S": text}] * 3}, contextBytes={"N": str(empty_list + 3 * element)}
+    )
     assert sizing.item_size(built) == ours_size(3), "size formula drifted from sizing.item_size"
-    ours = _series("sessionstore", ours_size, element, ours_max, ours_size(ours_max + 1),
-                   f"ItemTooLarge: contextBytes + added > {limit:,} - METADATA_OVERHEAD "
-                   f"({METADATA_OVERHEAD:,} B reserved)")
+    ours = _series(
+        "sessionstore",
+        ours_size,
+        element,
+        ours_max,
+        ours_size(ours_max + 1),
+        f"ItemTooLarge: contextBytes + added > {limit:,} - METADATA_OVERHEAD "
+        f"({METADATA_OVERHEAD:,} B reserved)",
+    )
 
     # source: native maps, no guard; the version number grows with the appends
     src = _source_base()
@@ -161,8 +179,14 @@ def context_growth(base: dict[str, Any], *,
     src_rest = sizing.item_size({k: v for k, v in src.items() if k not in ("context", "version")})
 
     def source_size(n: int) -> int:
-        return (src_rest + len(b"context") + empty_list + n * src_element
-                + len(b"version") + sizing.number_size(n + 1))
+        return (
+            src_rest
+            + len(b"context")
+            + empty_list
+            + n * src_element
+            + len(b"version")
+            + sizing.number_size(n + 1)
+        )
 
     built_src = dict(src, context={"L": [native] * 3}, version={"N": "4"})
     assert sizing.item_size(built_src) == source_size(3)
@@ -171,27 +195,35 @@ def context_growth(base: dict[str, Any], *,
         src_max += 1
         if src_max > 1_000_000:  # bounded: a message of a few bytes still ends well before
             break
-    source = _series("source design", source_size, src_element, src_max,
-                     source_size(src_max + 1),
-                     f"none in the code; DynamoDB refuses the update past {limit:,} B")
+    source = _series(
+        "source design",
+        source_size,
+        src_element,
+        src_max,
+        source_size(src_max + 1),
+        f"none in the code; DynamoDB refuses the update past {limit:,} B",
+    )
     return ours, source
 
 
 def _ours_record(session_id: str, n: int) -> dict[str, Any]:
     at = format_timestamp(1_767_268_800_000 + n)
     call_id = f"call-{n:06d}"
-    return {k: _SER.serialize(v) for k, v in {
-        "pk": schema.pk(session_id),
-        "sk": schema.tool_sk(at, call_id),
-        "sessionId": session_id,
-        "toolCallId": call_id,
-        "toolName": "search",
-        "input": codec.encode(TOOL_INPUT),
-        "output": codec.encode(TOOL_OUTPUT),
-        "durationMs": 42,
-        "recordedAt": at,
-        "ttl": 1_767_355_200,
-    }.items()}
+    return {
+        k: _SER.serialize(v)
+        for k, v in {
+            "pk": schema.pk(session_id),
+            "sk": schema.tool_sk(at, call_id),
+            "sessionId": session_id,
+            "toolCallId": call_id,
+            "toolName": "search",
+            "input": codec.encode(TOOL_INPUT),
+            "output": codec.encode(TOOL_OUTPUT),
+            "durationMs": 42,
+            "recordedAt": at,
+            "ttl": 1_767_355_200,
+        }.items()
+    }
 
 
 def _source_record(session_id: str, n: int) -> dict[str, Any]:
@@ -208,17 +240,20 @@ def _source_record(session_id: str, n: int) -> dict[str, Any]:
             return [dec(v) for v in value]
         return value
 
-    return {k: _SER.serialize(v) for k, v in {
-        "pk": schema.pk(session_id),
-        "sk": f"tool#{at}#{call_id}",
-        "toolCallId": call_id,
-        "toolName": "search",
-        "input": dec(TOOL_INPUT),
-        "output": dec(TOOL_OUTPUT),
-        "durationMs": 42,
-        "recordedAt": at,
-        "ttl": 1_767_355_200,
-    }.items()}
+    return {
+        k: _SER.serialize(v)
+        for k, v in {
+            "pk": schema.pk(session_id),
+            "sk": f"tool#{at}#{call_id}",
+            "toolCallId": call_id,
+            "toolName": "search",
+            "input": dec(TOOL_INPUT),
+            "output": dec(TOOL_OUTPUT),
+            "durationMs": 42,
+            "recordedAt": at,
+            "ttl": 1_767_355_200,
+        }.items()
+    }
 
 
 def _query_cost(meta_bytes: int, record_bytes: int, n: int) -> tuple[int, int, float]:
@@ -236,12 +271,16 @@ def _query_cost(meta_bytes: int, record_bytes: int, n: int) -> tuple[int, int, f
     return sum(sizes), pages, rcu
 
 
-def load_costs(ours_meta: dict[str, Any],
-               counts: tuple[int, ...] = (0, 1, 10, 100, 1_000, 10_000)) -> list[Load]:
+def load_costs(
+    ours_meta: dict[str, Any], counts: tuple[int, ...] = (0, 1, 10, 100, 1_000, 10_000)
+) -> list[Load]:
     """``ours_meta``: our metadata item; its context is counted as empty."""
     sid = "0" * 32
-    ours_meta_bytes = sizing.item_size({k: v for k, v in ours_meta.items()
-                                        if k != "context"}) + len(b"context") + 3
+    ours_meta_bytes = (
+        sizing.item_size({k: v for k, v in ours_meta.items() if k != "context"})
+        + len(b"context")
+        + 3
+    )
     src_meta_bytes = sizing.item_size(_source_base())
     ours_record = sizing.item_size(_ours_record(sid, 1))
     src_record = sizing.item_size(_source_record(sid, 1))
@@ -275,4 +314,3 @@ def checkpoints(g: Growth) -> list[tuple[int, int | None]]:
 
 def kib(n: int) -> str:
     return f"{n / 1024:,.1f} KiB" if n >= 1024 else f"{n} B"
-

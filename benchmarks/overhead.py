@@ -34,8 +34,11 @@ import sessionstore as ss
 TARGET = 1.15
 MESSAGE = {"role": "user", "content": "Summarise the open incidents for the payments service. " * 3}
 TOOL_INPUT = {"query": "dynamodb optimistic locking", "limit": 5, "filters": {"lang": "en"}}
-TOOL_OUTPUT = {"hits": [{"title": f"result {i}", "score": 0.9 - i / 10, "url": f"https://e/{i}"}
-                        for i in range(3)]}
+TOOL_OUTPUT = {
+    "hits": [
+        {"title": f"result {i}", "score": 0.9 - i / 10, "url": f"https://e/{i}"} for i in range(3)
+    ]
+}
 
 
 @dataclass
@@ -125,9 +128,12 @@ def capture_ops(endpoint: str, *, long_context: int = 100) -> list[OpSpec]:
         store.append_context(sid, [MESSAGE], owner=owner)
     add("create_session", lambda s: s.create_session(owner=owner, ttl_seconds=3600))
     add("append_context", lambda s: s.append_context(sid, [MESSAGE], owner=owner))
-    add("record_tool_call",
-        lambda s: s.record_tool_call(sid, "call-1", "search", TOOL_INPUT, TOOL_OUTPUT, 42,
-                                     owner=owner))
+    add(
+        "record_tool_call",
+        lambda s: s.record_tool_call(
+            sid, "call-1", "search", TOOL_INPUT, TOOL_OUTPUT, 42, owner=owner
+        ),
+    )
     add("transition", lambda s: s.transition(sid, ss.Status.CLOSING, owner=owner))
 
     # The same append on a session whose context already holds ``long_context`` messages:
@@ -136,8 +142,10 @@ def capture_ops(endpoint: str, *, long_context: int = 100) -> list[OpSpec]:
     store.activate(long_sid, owner=owner)
     for _ in range(long_context // 10):
         store.append_context(long_sid, [MESSAGE] * 10, owner=owner)
-    add(f"append_context ({long_context} msgs)",
-        lambda s: s.append_context(long_sid, [MESSAGE], owner=owner))
+    add(
+        f"append_context ({long_context} msgs)",
+        lambda s: s.append_context(long_sid, [MESSAGE], owner=owner),
+    )
     return specs
 
 
@@ -224,8 +232,15 @@ _GROUPS = (
     ("json", "/json/"),
 )
 _OURS = ("/sessionstore/", "/boto3/dynamodb/types.py")
-_WRAPPERS = {"_call", "_versioned", "create_session", "append_context", "record_tool_call",
-             "transition", "<lambda>"}
+_WRAPPERS = {
+    "_call",
+    "_versioned",
+    "create_session",
+    "append_context",
+    "record_tool_call",
+    "transition",
+    "<lambda>",
+}
 
 
 def profile(spec: OpSpec, *, calls: int, top: int = 8) -> tuple[list[str], dict[str, float]]:
@@ -243,8 +258,11 @@ def profile(spec: OpSpec, *, calls: int, top: int = 8) -> tuple[list[str], dict[
     profiler.disable()
     entries = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     total = sum(tt for (_cc, _nc, tt, _ct, _callers) in entries.values()) or 1.0
-    botocore_call = sum(ct for (f, _l, fn), (_cc, _nc, _tt, ct, _c) in entries.items()
-                        if f.endswith("botocore/client.py") and fn == "_make_api_call")
+    botocore_call = sum(
+        ct
+        for (f, _l, fn), (_cc, _nc, _tt, ct, _c) in entries.items()
+        if f.endswith("botocore/client.py") and fn == "_make_api_call"
+    )
     groups: dict[str, float] = {}
     rows: list[tuple[float, str]] = []
     for (filename, line, func), (_cc, ncalls, tt, ct, _callers) in entries.items():
@@ -270,8 +288,9 @@ def profile(spec: OpSpec, *, calls: int, top: int = 8) -> tuple[list[str], dict[
     return lines, shares
 
 
-def run(endpoint: str, *, calls: int, repeats: int, deadline: float,
-        progress: Callable[[str], None]) -> list[OverheadResult]:
+def run(
+    endpoint: str, *, calls: int, repeats: int, deadline: float, progress: Callable[[str], None]
+) -> list[OverheadResult]:
     specs = capture_ops(endpoint)
     results: list[OverheadResult] = []
     for spec in specs:
@@ -279,6 +298,8 @@ def run(endpoint: str, *, calls: int, repeats: int, deadline: float,
         if result.ratio > TARGET:
             result.profile, result.by_package_us = profile(spec, calls=max(100, calls // 2))
         results.append(result)
-        progress(f"  {spec.name}: raw {result.raw_us:.0f} us, sessionstore "
-                 f"{result.ours_us:.0f} us, x{result.ratio:.2f}")
+        progress(
+            f"  {spec.name}: raw {result.raw_us:.0f} us, sessionstore "
+            f"{result.ours_us:.0f} us, x{result.ratio:.2f}"
+        )
     return results

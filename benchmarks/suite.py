@@ -30,8 +30,14 @@ class SuiteTiming:
 
 def _run(name: str, argv: list[str], timeout_s: float) -> SuiteTiming:
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, _ = proc.communicate(timeout=timeout_s)
         code: int | None = proc.returncode
@@ -41,14 +47,21 @@ def _run(name: str, argv: list[str], timeout_s: float) -> SuiteTiming:
         code = None
     seconds = time.perf_counter() - start
     lines = [ln.strip() for ln in (out or "").splitlines() if ln.strip()]
-    summary = next((ln.strip("= ") for ln in reversed(lines)
-                    if re.search(r"\b(passed|failed|error|errors|no tests ran)\b", ln)), "")
+    summary = next(
+        (
+            ln.strip("= ")
+            for ln in reversed(lines)
+            if re.search(r"\b(passed|failed|error|errors|no tests ran)\b", ln)
+        ),
+        "",
+    )
     if code is None:
         summary = f"timed out after {timeout_s:.0f} s; {summary}".rstrip("; ")
     elif code != 0 and not summary:
         summary = lines[-1] if lines else f"exit {code}"
-    return SuiteTiming(name, " ".join(argv).replace(sys.executable, "python"), seconds, code,
-                       summary[:160])
+    return SuiteTiming(
+        name, " ".join(argv).replace(sys.executable, "python"), seconds, code, summary[:160]
+    )
 
 
 def run(*, budget_s: float, progress: object = None) -> list[SuiteTiming]:
@@ -56,16 +69,38 @@ def run(*, budget_s: float, progress: object = None) -> list[SuiteTiming]:
     deadline = time.monotonic() + budget_s
     notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
     if notebooks:
-        out.append(_run("notebook suite (nbval, strict)",
-                        [sys.executable, "-m", "pytest", "-q", "--nbval", "--nbval-current-env",
-                         "notebooks/"],
-                        max(10.0, deadline - time.monotonic())))
+        out.append(
+            _run(
+                "notebook suite (nbval, strict)",
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "--nbval",
+                    "--nbval-current-env",
+                    "notebooks/",
+                ],
+                max(10.0, deadline - time.monotonic()),
+            )
+        )
     remaining = deadline - time.monotonic()
     if remaining > 30:
-        out.append(_run("make test (ruff + tests + notebooks)",
-                        ["make", "--no-print-directory", "-o", ".venv/.installed", "test"],
-                        remaining))
+        out.append(
+            _run(
+                "make test (ruff + tests + notebooks)",
+                ["make", "--no-print-directory", "-o", ".venv/.installed", "test"],
+                remaining,
+            )
+        )
     else:
-        out.append(SuiteTiming("make test (ruff + tests + notebooks)", "make test", 0.0, None,
-                               "skipped: benchmark time budget spent"))
+        out.append(
+            SuiteTiming(
+                "make test (ruff + tests + notebooks)",
+                "make test",
+                0.0,
+                None,
+                "skipped: benchmark time budget spent",
+            )
+        )
     return out

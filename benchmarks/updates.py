@@ -75,8 +75,7 @@ class Run:
         return self.failed_writes * self.requests_per_attempt + extra
 
 
-def run_once(contender: Contender, scenario: Scenario, repeat: int, *,
-             deadline_s: float) -> Run:
+def run_once(contender: Contender, scenario: Scenario, repeat: int, *, deadline_s: float) -> Run:
     sid = contender.new_session()
     start_version = contender.version(sid)
     contender.set_latency(scenario.latency_s)
@@ -102,8 +101,9 @@ def run_once(contender: Contender, scenario: Scenario, repeat: int, *,
         except BaseException as exc:  # surfaced below
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(i,), daemon=True)
-               for i in range(scenario.writers)]
+    threads = [
+        threading.Thread(target=work, args=(i,), daemon=True) for i in range(scenario.writers)
+    ]
     for t in threads:
         t.start()
     stop_at[0] = time.monotonic() + deadline_s
@@ -170,40 +170,52 @@ def summarize(runs: list[Run]) -> list[Summary]:
         for r in rs:
             for op, n in r.by_operation.items():
                 ops[op] = ops.get(op, 0) + n
-        out.append(Summary(
-            contender=contender,
-            scenario=scenario,
-            runs=len(rs),
-            commits=commits,
-            per_second_median=statistics.median(rates),
-            per_second_min=min(rates),
-            per_second_max=max(rates),
-            # pooled over the runs: total requests / total commits (and per-run min/max)
-            requests_per_commit=sum(r.requests for r in rs) / commits if commits else 0.0,
-            requests_per_commit_min=min(rpc) if rpc else 0.0,
-            requests_per_commit_max=max(rpc) if rpc else 0.0,
-            attempts_per_commit=sum(r.writes for r in rs) / commits if commits else 0.0,
-            wasted_per_commit=sum(r.wasted for r in rs) / commits if commits else 0.0,
-            wasted_total=sum(r.wasted for r in rs),
-            gave_up=sum(r.gave_up for r in rs),
-            lost_updates=sum(r.lost_updates for r in rs),
-            timed_out_runs=sum(r.timed_out for r in rs),
-            ms_per_request=statistics.median(r.ms_per_request for r in rs),
-            client_cpu_ms_per_commit=statistics.median(
-                1000 * r.client_cpu_s / r.commits for r in rs if r.commits) if commits else 0.0,
-            by_operation=ops,
-        ))
+        out.append(
+            Summary(
+                contender=contender,
+                scenario=scenario,
+                runs=len(rs),
+                commits=commits,
+                per_second_median=statistics.median(rates),
+                per_second_min=min(rates),
+                per_second_max=max(rates),
+                # pooled over the runs: total requests / total commits (and per-run min/max)
+                requests_per_commit=sum(r.requests for r in rs) / commits if commits else 0.0,
+                requests_per_commit_min=min(rpc) if rpc else 0.0,
+                requests_per_commit_max=max(rpc) if rpc else 0.0,
+                attempts_per_commit=sum(r.writes for r in rs) / commits if commits else 0.0,
+                wasted_per_commit=sum(r.wasted for r in rs) / commits if commits else 0.0,
+                wasted_total=sum(r.wasted for r in rs),
+                gave_up=sum(r.gave_up for r in rs),
+                lost_updates=sum(r.lost_updates for r in rs),
+                timed_out_runs=sum(r.timed_out for r in rs),
+                ms_per_request=statistics.median(r.ms_per_request for r in rs),
+                client_cpu_ms_per_commit=statistics.median(
+                    1000 * r.client_cpu_s / r.commits for r in rs if r.commits
+                )
+                if commits
+                else 0.0,
+                by_operation=ops,
+            )
+        )
     return out
 
 
-def run_all(contenders: list[Contender], scenarios: list[Scenario], repeats: int, *,
-            run_deadline_s: float, phase_deadline: float, progress: Any) -> list[Run]:
+def run_all(
+    contenders: list[Contender],
+    scenarios: list[Scenario],
+    repeats: int,
+    *,
+    run_deadline_s: float,
+    phase_deadline: float,
+    progress: Any,
+) -> list[Run]:
     runs: list[Run] = []
     for rep in range(repeats):
         if time.monotonic() > phase_deadline and rep >= 1:
             progress(f"  updates: phase time budget reached after {rep} repeats")
             break
-        order = contenders[rep % len(contenders):] + contenders[:rep % len(contenders)]
+        order = contenders[rep % len(contenders) :] + contenders[: rep % len(contenders)]
         for scenario in scenarios:
             for contender in order:
                 if contender.contended_only and scenario.writers == 1:
@@ -211,13 +223,15 @@ def run_all(contenders: list[Contender], scenarios: list[Scenario], repeats: int
                 runs.append(run_once(contender, scenario, rep, deadline_s=run_deadline_s))
         progress(
             f"  repeat {rep + 1}/{repeats}: "
-            + ", ".join(f"{r.contender}/{r.scenario} {r.per_second:.0f}/s"
-                        for r in runs if r.repeat == rep)
+            + ", ".join(
+                f"{r.contender}/{r.scenario} {r.per_second:.0f}/s" for r in runs if r.repeat == rep
+            )
         )
     return runs
 
 
 # ---------------------------------------------------------------- the lifecycle, deterministic
+
 
 @dataclass
 class StatusWalk:
@@ -231,9 +245,12 @@ class StatusWalk:
         return self.requests / self.moves
 
 
-def status_walks(ours: SessionStoreContender, source: SourceContender,
-                 pynamo: PynamoDBContender,
-                 sessions: int = 5) -> list[StatusWalk]:
+def status_walks(
+    ours: SessionStoreContender,
+    source: SourceContender,
+    pynamo: PynamoDBContender,
+    sessions: int = 5,
+) -> list[StatusWalk]:
     """``initializing -> active -> closing -> closed`` on ``sessions`` sessions, uncontended:
     the actual status API of each contender (3 moves per session)."""
     walk = [ss.Status.ACTIVE, ss.Status.CLOSING, ss.Status.CLOSED]
@@ -247,8 +264,7 @@ def status_walks(ours: SessionStoreContender, source: SourceContender,
             for status in walk:
                 step(sid, status)
         requests, _ = counter.snapshot()
-        out.append(StatusWalk(name, sessions * len(walk), sum(requests.values()),
-                              dict(requests)))
+        out.append(StatusWalk(name, sessions * len(walk), sum(requests.values()), dict(requests)))
 
     warm = ss.SessionStore(ours.client, ours.table)
 
@@ -262,24 +278,37 @@ def status_walks(ours: SessionStoreContender, source: SourceContender,
         for status in walk:
             warm.update_status(sid, status)
     requests, _ = ours.counter.snapshot()
-    out.append(StatusWalk("sessionstore update_status (warm hint)", sessions * 3,
-                          sum(requests.values()), dict(requests)))
+    out.append(
+        StatusWalk(
+            "sessionstore update_status (warm hint)",
+            sessions * 3,
+            sum(requests.values()),
+            dict(requests),
+        )
+    )
 
-    measure("sessionstore update_status (cold: new instance per move)",
-            lambda sid, st: ss.SessionStore(ours.client, ours.table).update_status(sid, st))
-    measure("sessionstore transition (no read, cold)",
-            lambda sid, st: ss.SessionStore(ours.client, ours.table).transition(sid, st))
+    measure(
+        "sessionstore update_status (cold: new instance per move)",
+        lambda sid, st: ss.SessionStore(ours.client, ours.table).update_status(sid, st),
+    )
+    measure(
+        "sessionstore transition (no read, cold)",
+        lambda sid, st: ss.SessionStore(ours.client, ours.table).transition(sid, st),
+    )
 
     # the source loop and PynamoDB: statuses written as plain strings (no lifecycle check)
-    for contender, name in ((source, "source update_session_status"),
-                            (pynamo, "pynamodb get + update (VersionAttribute)")):
+    for contender, name in (
+        (source, "source update_session_status"),
+        (pynamo, "pynamodb get + update (VersionAttribute)"),
+    ):
         sids = [contender.new_session() for _ in range(sessions)]
         contender.counter.reset()
         for sid in sids:
             for status in walk:
                 if contender is source:
-                    source_design.update_session_status(source.client, sid, status.value,
-                                                        table=source.table)
+                    source_design.update_session_status(
+                        source.client, sid, status.value, table=source.table
+                    )
                 else:
                     pynamodb_update_status(pynamo.model, sid, status.value)
         requests, _ = contender.counter.snapshot()
