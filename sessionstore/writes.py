@@ -221,11 +221,13 @@ class VersionedWrite:
         self.judge = judge
         self.remember = remember
         self.uncertain_since: int | None = None  # version of an attempt whose answer was lost
+        self.attempted = version  # the version the last attempt expected
         self.current: Session | None = None
 
     def request(self, now_ms: int) -> dict[str, Any]:
         e = Expr()
         update, extra = self.change(e)
+        self.attempted = self.version
         new_version = self.version + 1
         return {
             "TableName": self.table,
@@ -282,7 +284,7 @@ class VersionedWrite:
 
     def exhausted(self, attempts: int) -> SessionStoreError:
         assert self.current is not None  # a conflict was seen, so the item was too
-        return ConflictRetriesExhausted(self.session_id, self.version, self.current, attempts)
+        return ConflictRetriesExhausted(self.session_id, self.attempted, self.current, attempts)
 
     def _session(self, item: dict[str, Any]) -> Session:
         session = Session.from_item(item)

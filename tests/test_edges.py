@@ -124,6 +124,7 @@ def test_conflict_retries_exhausted_only_when_every_attempt_was_refused(
         store.append_context(sid, ["mine"])
     store.client.meta.events.unregister("before-send.dynamodb.UpdateItem", rival_first)
     assert caught.value.attempts == 3
+    assert caught.value.expected < caught.value.current.version
     assert log.counts() == {"UpdateItem": 3}  # the current item came from ALL_OLD, no re-read
     assert caught.value.current.version == store.get_session(sid).version
     assert "mine" not in list(store.get_session(sid).context)
