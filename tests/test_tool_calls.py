@@ -86,7 +86,7 @@ def test_different_request_under_the_same_id_conflicts(
     assert scan(client, table) == before
 
 
-def test_fingerprint_covers_the_output(
+def test_fingerprint_is_the_request_not_the_output(
     store: ss.SessionStore, active: ss.Session, client: Any, table: str
 ) -> None:
     """Issue 9 defect 7: a re-run tool may answer differently (a timestamp, a ranking); the
