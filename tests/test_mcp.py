@@ -12,6 +12,7 @@ import itertools
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,8 +39,10 @@ from sessionstore.mcp import (
     protocol,
 )
 from sessionstore.mcp import claims as claims_module
+from sessionstore.mcp.__main__ import main as mcp_main
 from sessionstore.retry import RetryPolicy
 from sessionstore.testing import Fault, FaultInjector, RequestLog
+from tests.test_policy import Calls, _actions, _policy
 
 KEYS = ["test-request-state-key-0123456789abcdef"]
 TIMEOUT = 30
@@ -402,3 +405,57 @@ def test_requests_per_tool_call(cluster: Cluster) -> None:
     assert first == fresh == Counter({"TransactWriteItems": 2})  # open taught this instance
     assert repeat == Counter({"TransactWriteItems": 1, "GetItem": 2})
     assert cold == Counter({"GetItem": 1, "TransactWriteItems": 2})
+
+
+def test_readme_client_snippet_runs_against_the_demo_server(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = readme.split("<!-- mcp-client-snippet -->")[1].split("<!-- /mcp-client-snippet -->")[0]
+    code = block.split("```python")[1].split("```")[0]
+    assert "asyncio.run(main())" in code and "http://127.0.0.1:8765/mcp" in code
+
+    async def main() -> None:
+        server, _store = cluster.server()
+        async with RunningServer(create_app(server)) as running:
+            namespace: dict[str, Any] = {}
+            exec(  # the README's own code, pointed at this server
+                code.replace("asyncio.run(main())", "").replace(
+                    "http://127.0.0.1:8765/mcp", running.url
+                ),
+                namespace,
+            )
+            await namespace["main"]()
+
+    _run(main)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[:2] == ["{'result': 42}", "{'position': 1, 'version': 3}"]
+    assert printed[2].startswith("{'result': ['buy milk', 'once']} {")
+    assert f"'{protocol.REPLAYED_KEY}': True" in printed[2]
+
+
+def test_the_demo_server_refuses_to_listen_beyond_loopback() -> None:
+    with pytest.raises(SystemExit):
+        mcp_main(["--host", "0.0.0.0"])
+    with pytest.raises(ss.InvalidInput):
+        RunningServer(object(), host="0.0.0.0")
+
+
+def test_claims_send_only_what_the_least_privilege_policy_grants(
+    client: Any, table: str, clock: ss.ManualClock
+) -> None:
+    store = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds())
+    sid = store.create_session(owner="alice").session_id
+    store.activate(sid, owner="alice")
+    ttl = store.get_session(sid, owner="alice").ttl
+    with Calls(client) as calls:
+        for _ in range(2):  # claimed, then in progress
+            claims_module.claim(store, sid, "c1", "t", {}, owner="alice", ttl=ttl, lease_ms=1000)
+        store.record_tool_call(sid, "c1", "t", {}, None, 1, owner="alice")
+        repeat = claims_module.claim(store, sid, "c1", "t", {}, owner="alice", ttl=ttl, lease_ms=1)
+        with pytest.raises(ss.SessionNotFound):
+            claims_module.claim(store, sid, "c2", "t", {}, owner="bob", ttl=ttl, lease_ms=1)
+    assert repeat.state is claims_module.State.RECORDED
+    granted = _actions(_policy("iam-policy.json"))
+    assert {f"dynamodb:{a}" for a in calls.iam_actions()} <= granted
+    assert all(key == f"session#{sid}" for _, key in calls.leading_keys())
