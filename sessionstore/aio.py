@@ -1,5 +1,7 @@
 """``AsyncSessionStore``: the store for asyncio code (MCP servers), without blocking the loop.
 
+Needs anyio (the ``mcp`` extra).
+
 boto3 is synchronous: every request blocks its thread until DynamoDB answers. An async facade
 that called it directly would freeze the event loop -- every other request the server is
 handling -- for the length of each round trip (and of each conflict backoff, which sleeps).
