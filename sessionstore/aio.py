@@ -1,0 +1,198 @@
+"""``AsyncSessionStore``: the store for asyncio code (MCP servers), without blocking the loop.
+
+Needs anyio (the ``mcp`` extra).
+
+boto3 is synchronous: every request blocks its thread until DynamoDB answers. An async facade
+that called it directly would freeze the event loop -- every other request the server is
+handling -- for the length of each round trip (and of each conflict backoff, which sleeps).
+So each call runs the *same* ``SessionStore`` method in a worker thread through
+``anyio.to_thread.run_sync``; the semantics, the errors and the request counts are exactly the
+synchronous store's, because it is the synchronous store doing the work.
+
+Why threads and not an async DynamoDB client (aioboto3, aiobotocore): it would mean a second
+implementation of every condition, retry and settle rule, with its own bugs; the thread hop costs
+tens of microseconds against a network round trip of milliseconds.
+
+The worker threads are bounded by a ``CapacityLimiter`` (``max_workers``, default 16) of our
+own, separate from anyio's default limiter, so a burst of store calls cannot starve other
+``to_thread`` users (sync MCP tools run there too) and cannot open unbounded connections.
+botocore clients are thread-safe; the store keeps its shared hints under a lock.
+
+Cancellation waits for the worker: a write that has been sent is never abandoned half-way, so a
+cancelled caller leaves the session exactly as a finished call would (the result is dropped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from functools import partial
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+from anyio.lowlevel import RunVar
+
+from .clock import Clock
+from .codec import JSON
+from .errors import InvalidInput
+from .ids import IdFactory
+from .models import Session, ToolCallRecord
+from .status import Status
+from .store import SessionStore
+
+T = TypeVar("T")
+
+_DONE = object()  # end of a paged iterator, passed back across the thread boundary
+
+
+class AsyncSessionStore:
+    """The ``SessionStore`` API as coroutines; each call runs in a bounded worker thread.
+
+    ``AsyncSessionStore(SessionStore(client, ...))`` -- or ``AsyncSessionStore.wrap(client,
+    ...)`` with the ``SessionStore`` arguments. ``store`` is the wrapped synchronous store.
+    """
+
+    def __init__(self, store: SessionStore, *, max_workers: int = 16) -> None:
+        if not isinstance(store, SessionStore):
+            raise InvalidInput(f"store must be a SessionStore, not {type(store).__name__}")
+        if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
+            raise InvalidInput("max_workers must be a positive int")
+        self.store = store
+        self.max_workers = max_workers
+        # One limiter per event loop: an anyio limiter belongs to the loop that first used it,
+        # and a store may outlive a loop (tests, notebooks re-running cells).
+        self._limiter: RunVar[anyio.CapacityLimiter] = RunVar(f"sessionstore-aio-{id(self)}")
+
+    @classmethod
+    def wrap(
+        cls, client: Any, table_name: str = "mcp-sessions", **kwargs: Any
+    ) -> AsyncSessionStore:
+        max_workers = kwargs.pop("max_workers", 16)
+        return cls(SessionStore(client, table_name, **kwargs), max_workers=max_workers)
+
+    # The injected collaborators, for code that builds its own requests next to the store's.
+    @property
+    def client(self) -> Any:
+        return self.store.client
+
+    @property
+    def table_name(self) -> str:
+        return self.store.table_name
+
+    @property
+    def clock(self) -> Clock:
+        return self.store.clock
+
+    @property
+    def ids(self) -> IdFactory:
+        return self.store.ids
+
+    async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Run any blocking ``fn(*args, **kwargs)`` on this store's bounded worker threads."""
+        try:
+            limiter = self._limiter.get()
+        except LookupError:
+            limiter = anyio.CapacityLimiter(self.max_workers)
+            self._limiter.set(limiter)
+        return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=limiter)
+
+    # ------------------------------------------------------------------ table
+
+    async def create_table(self, *, wait: bool = True) -> bool:
+        return await self.run(self.store.create_table, wait=wait)
+
+    # ------------------------------------------------------------------ sessions
+
+    async def create_session(
+        self, session_id: str | None = None, *, owner: str | None = None, ttl_seconds: int = 86400
+    ) -> Session:
+        return await self.run(
+            self.store.create_session, session_id, owner=owner, ttl_seconds=ttl_seconds
+        )
+
+    async def get_session(self, session_id: str, *, owner: str | None = None) -> Session:
+        return await self.run(self.store.get_session, session_id, owner=owner)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def transition(self, session_id: str, to: Status, *, owner: str | None = None) -> Session:
+        return await self.run(self.store.transition, session_id, to, owner=owner)
+
+    async def activate(self, session_id: str, *, owner: str | None = None) -> Session:
+        return await self.run(self.store.activate, session_id, owner=owner)
+
+    async def begin_close(self, session_id: str, *, owner: str | None = None) -> Session:
+        return await self.run(self.store.begin_close, session_id, owner=owner)
+
+    async def close(self, session_id: str, *, owner: str | None = None) -> Session:
+        return await self.run(self.store.close, session_id, owner=owner)
+
+    async def update_status(
+        self, session_id: str, status: Status, *, owner: str | None = None
+    ) -> Session:
+        return await self.run(self.store.update_status, session_id, status, owner=owner)
+
+    # ------------------------------------------------------------------ context and tools
+
+    async def append_context(
+        self,
+        session_id: str,
+        messages: Sequence[JSON],
+        *,
+        expected_version: int | None = None,
+        owner: str | None = None,
+    ) -> Session:
+        return await self.run(
+            self.store.append_context,
+            session_id,
+            messages,
+            expected_version=expected_version,
+            owner=owner,
+        )
+
+    async def record_tool_call(
+        self,
+        session_id: str,
+        tool_call_id: str,
+        tool_name: str,
+        input: JSON,
+        output: JSON,
+        duration_ms: int,
+        *,
+        owner: str | None = None,
+        ttl_seconds: int | None = None,
+    ) -> ToolCallRecord:
+        return await self.run(
+            self.store.record_tool_call,
+            session_id,
+            tool_call_id,
+            tool_name,
+            input,
+            output,
+            duration_ms,
+            owner=owner,
+            ttl_seconds=ttl_seconds,
+        )
+
+    async def tool_calls(
+        self, session_id: str, *, owner: str | None = None
+    ) -> AsyncIterator[ToolCallRecord]:
+        """``async for record in await store.tool_calls(sid)``: like the synchronous method,
+        the first page is read (and the session checked) before this returns; each later page
+        is fetched on a worker thread when the iteration reaches it."""
+        records = await self.run(self.store.tool_calls, session_id, owner=owner)
+        return self._drain(records)
+
+    async def _drain(self, records: Iterator[ToolCallRecord]) -> AsyncIterator[ToolCallRecord]:
+        # next() may send a Query (a new page): never on the loop's thread. StopIteration
+        # cannot cross a thread boundary, hence the sentinel.
+        while True:  # bounded by the history: one pass over a finite iterator
+            record = await self.run(next, records, _DONE)
+            if not isinstance(record, ToolCallRecord):
+                return
+            yield record
+
+    async def load(
+        self, session_id: str, *, owner: str | None = None
+    ) -> tuple[Session, list[ToolCallRecord]]:
+        return await self.run(self.store.load, session_id, owner=owner)

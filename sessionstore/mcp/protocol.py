@@ -1,0 +1,66 @@
+"""The wire contract between a client and a store-backed server: keys, methods, error codes.
+
+Everything here is plain data so a client can depend on it without the server side.
+
+* ``_meta`` keys (reverse-DNS, as MCP asks of non-reserved keys):
+  ``io.sessionstore/session-id`` on every request that acts in a session (``tools/call``, close),
+  ``io.sessionstore/tool-call-id`` on every ``tools/call``: the client's idempotency key, the
+  same on every delivery of one call, unique per call within the session.
+* Methods, served through an ``Extension`` on both protocol generations:
+  ``io.sessionstore/session/open`` (params ``ttlSeconds``; result ``sessionId``, ``status``,
+  ``expiresAt``) and ``io.sessionstore/session/close`` (the session from ``_meta``).
+* Errors: JSON-RPC errors in the implementation-defined range, one code per meaning, with
+  ``data.reason`` spelled out, so a client never has to parse a message.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from mcp_types import RequestParams, Result
+
+SESSION_ID_KEY: Final = "io.sessionstore/session-id"
+TOOL_CALL_ID_KEY: Final = "io.sessionstore/tool-call-id"
+#: Set to true in the ``_meta`` of a result served from the record instead of a new execution.
+REPLAYED_KEY: Final = "io.sessionstore/replayed"
+
+EXTENSION_ID: Final = "io.sessionstore/sessions"
+OPEN_METHOD: Final = "io.sessionstore/session/open"
+CLOSE_METHOD: Final = "io.sessionstore/session/close"
+
+#: No session id in ``_meta`` (data: ``key``).
+SESSION_REQUIRED: Final = -32060
+#: No such session -- or another principal's: the two are indistinguishable on purpose.
+SESSION_NOT_FOUND: Final = -32061
+#: The session's ttl has passed (data: ``expiredAt``, epoch seconds).
+SESSION_EXPIRED: Final = -32062
+#: The session is not active: closing or closed, or not yet open (data: ``status``).
+SESSION_NOT_ACTIVE: Final = -32063
+#: Another delivery of this tool call is executing now (data: ``leaseUntil``, epoch ms).
+TOOL_CALL_IN_PROGRESS: Final = -32064
+#: The call was claimed, its lease ran out and nothing was recorded: it may or may not have run,
+#: and it will not be run again under this id.
+TOOL_CALL_OUTCOME_UNKNOWN: Final = -32065
+#: The tool-call id was first used for another tool or other arguments.
+TOOL_CALL_ID_REUSED: Final = -32066
+#: DynamoDB could not be reached after retries (data: ``maybeApplied``).
+STORE_UNAVAILABLE: Final = -32067
+
+
+class OpenSessionParams(RequestParams):
+    ttl_seconds: int | None = None
+
+
+class OpenSessionResult(Result):
+    session_id: str
+    status: str
+    expires_at: int  # epoch seconds
+
+
+class CloseSessionParams(RequestParams):
+    pass
+
+
+class CloseSessionResult(Result):
+    session_id: str
+    status: str

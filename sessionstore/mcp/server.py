@@ -1,0 +1,245 @@
+"""A store-backed MCP server that any instance can serve, and the demo tools.
+
+Why the SDK's own sessions cannot be used: a legacy (2024-11-05 ... 2025-11-25) streamable-HTTP
+session lives in process memory -- ``StreamableHTTPSessionManager._handle_stateful_request``
+(``mcp/server/streamable_http_manager.py``) looks the ``Mcp-Session-Id`` up in
+``self._server_instances`` and answers 404 "Session not found" for any id that process did not
+create, and there is no hook to supply an external store (``EventStore`` only replays messages
+inside a live transport). The modern protocol (2026-07-28) has no session at all.
+
+So the server runs the SDK *stateless* (``stateless_http=True``: a fresh transport per request,
+any instance can serve any request of either protocol) and keeps the application session in the
+table, opened and closed through the store's lifecycle and named by the client in ``_meta``
+(``SessionStoreExtension``). ``requestState`` tokens (multi-round-trip) are sealed with keys from
+configuration (``RequestStateSecurity(keys=...)``), so they verify on every instance too.
+
+``RunningServer`` serves an app in-process on a socket bound to 127.0.0.1 (port 0 by default):
+what the tests and the notebook use, since ``MCPServer.run()`` cannot start inside a running
+event loop.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import logging
+import operator
+import os
+import socket
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Any
+
+import uvicorn
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.request_state import RequestStateSecurity
+from starlette.applications import Starlette
+
+from ..aio import AsyncSessionStore
+from ..errors import InvalidInput
+from ..store import SessionStore
+from .middleware import SessionStoreExtension, current_session
+
+#: Comma-separated secrets (newest first) that seal ``requestState`` on every instance.
+STATE_KEYS_ENV = "SESSIONSTORE_MCP_STATE_KEYS"
+_LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+logger = logging.getLogger(__name__)
+
+
+def request_state_security(
+    keys: Sequence[str | bytes] | None = None, *, audience: str | None = None
+) -> RequestStateSecurity:
+    """Shared keys from the argument or ``SESSIONSTORE_MCP_STATE_KEYS``; without any, a
+    process-local key -- fine for one instance, wrong behind a load balancer (logged)."""
+    if keys is None:
+        configured = os.environ.get(STATE_KEYS_ENV, "")
+        keys = [k for k in (part.strip() for part in configured.split(",")) if k]
+    if not keys:
+        logger.warning(
+            "no %s: requestState sealed with a process-local key; set shared keys to run more "
+            "than one instance",
+            STATE_KEYS_ENV,
+        )
+        return RequestStateSecurity.ephemeral(audience=audience)
+    return RequestStateSecurity(keys=list(keys), audience=audience)
+
+
+def create_server(
+    store: AsyncSessionStore | SessionStore | None,
+    *,
+    name: str = "sessionstore-demo",
+    state_keys: Sequence[str | bytes] | None = None,
+    token_verifier: TokenVerifier | None = None,
+    auth: AuthSettings | None = None,
+    lease_seconds: int = 300,
+    default_ttl_seconds: int = 3600,
+    demo_tools: bool = True,
+    log_level: str = "WARNING",
+) -> MCPServer:
+    """An ``MCPServer`` with the store's extension (``store=None``: the bare server, same tools,
+    no sessions -- the baseline for measuring what the store costs)."""
+    if isinstance(store, SessionStore):
+        store = AsyncSessionStore(store)
+    if store is not None and not isinstance(store, AsyncSessionStore):
+        raise InvalidInput("store must be a SessionStore, an AsyncSessionStore or None")
+    extensions = []
+    if store is not None:
+        extensions.append(
+            SessionStoreExtension(
+                store, lease_seconds=lease_seconds, default_ttl_seconds=default_ttl_seconds
+            )
+        )
+    server: MCPServer = MCPServer(
+        name,
+        instructions=(
+            "Open a session with io.sessionstore/session/open, then send its id in "
+            "_meta['io.sessionstore/session-id'] and a fresh id per call in "
+            "_meta['io.sessionstore/tool-call-id']."
+        )
+        if store is not None
+        else None,
+        extensions=extensions,
+        request_state_security=request_state_security(state_keys),
+        token_verifier=token_verifier,
+        auth=auth,
+        log_level=log_level,  # type: ignore[arg-type]
+    )
+    if demo_tools:
+        add_demo_tools(server, sessions=store is not None)
+    return server
+
+
+def add_demo_tools(server: MCPServer, *, sessions: bool = True) -> None:
+    """``calculate`` (pure), and with sessions ``note`` / ``notes`` (the session's context)."""
+    server.add_tool(calculate)
+    if sessions:
+        server.add_tool(note)
+        server.add_tool(notes)
+
+
+def calculate(expression: str) -> float | int:
+    """Evaluate an arithmetic expression: numbers, + - * / // % ** and parentheses."""
+    if len(expression) > 200:
+        raise ToolError("expression longer than 200 characters")
+    try:
+        tree = ast.parse(expression, mode="eval")
+    except SyntaxError as exc:
+        raise ToolError(f"not an arithmetic expression: {expression!r}") from exc
+    return _evaluate(tree.body)
+
+
+_OPERATORS: dict[type, Callable[..., Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+
+
+def _evaluate(node: ast.AST) -> float | int:
+    # A whitelist walk, never eval(): the expression comes from the client.
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+        if isinstance(node.value, bool):
+            raise ToolError("booleans are not numbers here")
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        left, right = _evaluate(node.left), _evaluate(node.right)
+        if isinstance(node.op, ast.Pow) and abs(right) > 64:
+            raise ToolError("exponent too large")
+        try:
+            return _OPERATORS[type(node.op)](left, right)  # type: ignore[no-any-return]
+        except ZeroDivisionError as exc:
+            raise ToolError("division by zero") from exc
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+        return _OPERATORS[type(node.op)](_evaluate(node.operand))  # type: ignore[no-any-return]
+    raise ToolError(f"unsupported element: {type(node).__name__}")
+
+
+async def note(text: str) -> dict[str, Any]:
+    """Append a note to this session's context; returns the note's position and the version."""
+    if not text or len(text) > 10_000:
+        raise ToolError("a note is 1-10,000 characters")
+    session = await current_session().append({"role": "note", "text": text})
+    return {"position": len(session.context), "version": session.version}
+
+
+async def notes() -> list[str]:
+    """Every note of this session, oldest first."""
+    session = await current_session().get()
+    return [m["text"] for m in session.context if isinstance(m, dict) and m.get("role") == "note"]
+
+
+def create_app(server: MCPServer, *, host: str = "127.0.0.1") -> Starlette:
+    """The streamable-HTTP app, stateless: any instance serves any request, either protocol."""
+    return server.streamable_http_app(stateless_http=True, host=host)
+
+
+class RunningServer:
+    """An ASGI app served by uvicorn in this event loop, on a socket bound to loopback.
+
+    ``async with RunningServer(app) as running: running.url`` -- port 0 picks a free one.
+    """
+
+    def __init__(self, app: Any, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        if host not in _LOOPBACK:
+            raise InvalidInput("RunningServer listens on loopback only")
+        self._app = app
+        self._host = host
+        self._port = port
+        self._server: uvicorn.Server | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    async def start(self, timeout: float = 10) -> RunningServer:
+        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self._host, self._port))
+        sock.listen(128)
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(self._app, log_level="warning", lifespan="on")
+        self._server = uvicorn.Server(config)
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        async with asyncio.timeout(timeout):
+            while not self._server.started:  # bounded by the timeout
+                if self._task.done():
+                    self._task.result()  # start-up failed: raise its error
+                await asyncio.sleep(0.01)
+        return self
+
+    async def stop(self, timeout: float = 10) -> None:
+        if self._server is None or self._task is None:
+            return
+        self._server.should_exit = True
+        try:
+            async with asyncio.timeout(timeout):
+                await self._task
+        except TimeoutError:
+            self._server.force_exit = True
+            self._task.cancel()
+        self._server = None
+        self._task = None
+
+    async def __aenter__(self) -> RunningServer:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
