@@ -15,7 +15,12 @@ item (live, owned by the caller, ``active``) -- a condition on a put can only se
 writes, and claiming on a closed or foreign session must write nothing. Both actions return
 ``ALL_OLD`` on failure, so one failed request says why: no such session, expired, not active,
 or "already claimed" together with the claim as it is. The claim carries a request token: a
-retry of our own claim whose first response was lost finds its own token and carries on.
+retry of our own claim whose first response was lost finds its own token and carries on. The
+check also compares the session's ``ttl`` with the one the claim carries (learnt once per
+instance): a session re-created under the same id after TTL removed it costs a retry, never a
+claim that expires with the old one. Attempts, backoff, lost responses and contention
+(``TransactionConflict``, throttled cancellations) are the store's one attempt driver's
+(``sessionstore.attempts``); ``ClaimToolCall`` is its plan.
 
 Actions: ``ConditionCheckItem`` + ``PutItem`` (the claim), ``GetItem`` (resolving a repeat) --
 all within the least-privilege policy. Nothing is ever deleted: the claim shares the
@@ -31,41 +36,21 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from botocore.exceptions import ClientError, HTTPClientError
-from botocore.exceptions import ConnectionError as BotoConnectionError
-
-from .. import codec, schema, sizing
+from .. import codec, schema
+from ..attempts import RETRY, Retry, drive
 from ..clock import format_timestamp
 from ..codec import JSON
-from ..errors import (
-    DynamoDBError,
-    SessionExpired,
-    SessionNotActive,
-    SessionNotFound,
-    TableNotFound,
-    Unavailable,
-)
+from ..errors import DynamoDBError, SessionNotActive, SessionStoreError, Unavailable
 from ..expressions import Expr, all_of, live_session
-from ..ids import validate_id
-from ..models import ToolCallRecord
+from ..ids import validate_id, validate_token
+from ..models import Session, ToolCallRecord
 from ..status import Status
 from ..store import SessionStore
-from ..wire import item_to_wire, send, to_python
+from ..wire import Cancelled, ConditionFailed, item_to_wire, send, to_python
+from ..writes import live
 
 CLAIM_PREFIX = "toolrun#"
 assert schema.META_SK < schema.TOOL_PREFIX < schema.GUARD_PREFIX < CLAIM_PREFIX
-
-#: Attempts for one claim when DynamoDB is unreachable or a concurrent transaction collides;
-#: the claim's token makes re-sending safe.
-CLAIM_ATTEMPTS = 3
-
-_UNAVAILABLE_CODES = {
-    "ThrottlingException",
-    "ProvisionedThroughputExceededException",
-    "RequestLimitExceeded",
-    "InternalServerError",
-    "ServiceUnavailable",
-}
 
 
 def claim_sk(tool_call_id: str) -> str:
@@ -162,6 +147,7 @@ def claim_request(
     check = all_of(
         live_session(e, owner=owner, now_s=now_ms // 1000),
         f"{e.n('status')} = {e.v(Status.ACTIVE.value)}",
+        f"{e.n('ttl')} = {e.v(ttl)}",
     )
     absent = Expr()
     return {
@@ -208,6 +194,91 @@ def record_request(table_name: str, session_id: str, record_sk: str) -> dict[str
 # ---------------------------------------------------------------------------- sending
 
 
+class ClaimToolCall:
+    """The claim as a plan for the attempt driver: ``request`` builds, ``refused`` explains.
+
+    Its result is an ``Outcome`` (ours: run the tool) or the ``Claim`` another delivery holds,
+    which ``claim`` then resolves with reads.
+    """
+
+    operation = "transact_write_items"
+
+    def __init__(
+        self,
+        table_name: str,
+        session_id: str,
+        tool_call_id: str,
+        tool_name: str,
+        fingerprint: str,
+        *,
+        owner: str | None,
+        token: str,
+        lease_ms: int,
+        ttl: int,
+    ) -> None:
+        self.table_name = table_name
+        self.session_id = session_id
+        self.tool_call_id = tool_call_id
+        self.tool_name = tool_name
+        self.fingerprint = fingerprint
+        self.owner = owner
+        self.token = token
+        self.lease_ms = lease_ms
+        self.ttl = ttl
+        self.item: dict[str, Any] = {}
+
+    def request(self, now_ms: int) -> dict[str, Any]:
+        request = claim_request(
+            self.table_name,
+            self.session_id,
+            self.tool_call_id,
+            self.tool_name,
+            self.fingerprint,
+            owner=self.owner,
+            token=self.token,
+            now_ms=now_ms,
+            lease_ms=self.lease_ms,
+            ttl=self.ttl,
+        )
+        self.item = request_item(request)
+        return request
+
+    def succeeded(self, response: dict[str, Any]) -> Outcome | Claim:
+        return Outcome(State.CLAIMED, Claim.from_item(to_python(self.item) or {}))
+
+    def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Outcome | Claim | Retry:
+        assert isinstance(failure, Cancelled)
+        meta_old, claim_old = failure.old(0), failure.old(1)
+        if failure.failed(0):
+            # Absent, another principal's (the same answer, on purpose) or expired.
+            live(self.session_id, meta_old, self.owner, now_ms // 1000)
+        if failure.failed(1) and claim_old is not None:
+            existing = Claim.from_item(claim_old)
+            if existing.token == self.token:  # our own earlier attempt landed; answer lost
+                return Outcome(State.CLAIMED, existing)
+            if existing.fingerprint != self.fingerprint:
+                raise ToolCallIdReused(existing)
+            return existing
+        if failure.failed(0):
+            assert meta_old is not None
+            current = Session.from_item(meta_old)
+            if current.status is not Status.ACTIVE:
+                raise SessionNotActive(self.session_id, current.status)
+            if current.ttl != self.ttl:
+                self.ttl = current.ttl  # the session was created again under this id
+                return RETRY
+        raise DynamoDBError("TransactionCanceledException", repr(failure.reasons))
+
+    def maybe_landed(self) -> None:
+        pass  # the claim token settles it: a refusal shows whether our put is there
+
+    def exhausted(self, attempts: int) -> SessionStoreError:
+        return Unavailable(
+            f"claim of tool call {self.tool_call_id!r}: gave up after {attempts} attempts",
+            maybe_applied=False,
+        )
+
+
 def claim(
     store: SessionStore,
     session_id: str,
@@ -227,52 +298,25 @@ def claim(
     """
     validate_id(session_id, "session_id")
     validate_id(tool_call_id, "tool_call_id")
-    fingerprint = call_fingerprint(tool_name, arguments)
-    token = store.ids.token()
-    for attempt in range(CLAIM_ATTEMPTS):
-        now_ms = store.clock.now_ms()
-        request = claim_request(
-            store.table_name,
-            session_id,
-            tool_call_id,
-            tool_name,
-            fingerprint,
-            owner=owner,
-            token=token,
-            now_ms=now_ms,
-            lease_ms=lease_ms,
-            ttl=ttl,
-        )
-        try:
-            _transact(store.client, request, store.table_name)
-        except _Cancelled as cancelled:
-            meta_old, claim_old = cancelled.old(0), cancelled.old(1)
-            if cancelled.failed(0):
-                if meta_old is None or meta_old.get("owner") != owner:
-                    raise SessionNotFound(session_id) from None  # foreign == absent, on purpose
-                if int(meta_old["ttl"]) <= now_ms // 1000:
-                    raise SessionExpired(session_id, int(meta_old["ttl"])) from None
-            if cancelled.failed(1) and claim_old is not None:
-                existing = Claim.from_item(claim_old)
-                if existing.token == token:  # our own earlier attempt landed; its answer was lost
-                    return Outcome(State.CLAIMED, existing)
-                if existing.fingerprint != fingerprint:
-                    raise ToolCallIdReused(existing) from None
-                return resolve(store, existing)
-            if cancelled.failed(0) and meta_old is not None:
-                raise SessionNotActive(session_id, Status(meta_old["status"])) from None
-            if not cancelled.conflict or attempt + 1 == CLAIM_ATTEMPTS:
-                raise DynamoDBError(
-                    "TransactionCanceledException", repr(cancelled.reasons)
-                ) from None
-            store.retry.backoff(attempt)  # a concurrent transaction on these items: try again
-        except Unavailable:
-            if attempt + 1 == CLAIM_ATTEMPTS:
-                raise
-            store.retry.backoff(attempt)
-        else:
-            return Outcome(State.CLAIMED, Claim.from_item(to_python(request_item(request)) or {}))
-    raise AssertionError("unreachable")  # pragma: no cover
+    plan = ClaimToolCall(
+        store.table_name,
+        session_id,
+        tool_call_id,
+        tool_name,
+        call_fingerprint(tool_name, arguments),
+        owner=owner,
+        token=validate_token(store.ids.token()),
+        lease_ms=lease_ms,
+        ttl=ttl,
+    )
+    result = drive(
+        plan,
+        lambda operation, request: _send(store, operation, request),
+        store.clock,
+        store.retry,
+        f"claim of tool call {tool_call_id!r} of session {session_id!r}",
+    )
+    return result if isinstance(result, Outcome) else resolve(store, result)
 
 
 def request_item(request: dict[str, Any]) -> dict[str, Any]:
@@ -294,47 +338,8 @@ def resolve(store: SessionStore, existing: Claim) -> Outcome:
 
 
 def _get(store: SessionStore, request: dict[str, Any]) -> dict[str, Any] | None:
-    response = send(store.client, "get_item", request, store.table_name, sizing.MAX_ITEM_BYTES)
-    return to_python(response.get("Item"))
+    return to_python(_send(store, "get_item", request).get("Item"))
 
 
-class _Cancelled(Exception):
-    """A cancelled transaction: one reason per action, in order (ALL_OLD items included)."""
-
-    def __init__(self, reasons: list[dict[str, Any]]) -> None:
-        self.reasons = reasons
-        self.conflict = any(r.get("Code") == "TransactionConflict" for r in reasons)
-
-    def failed(self, index: int) -> bool:
-        return index < len(self.reasons) and (
-            self.reasons[index].get("Code") == "ConditionalCheckFailed"
-        )
-
-    def old(self, index: int) -> dict[str, Any] | None:
-        return to_python(self.reasons[index].get("Item")) if index < len(self.reasons) else None
-
-
-def _transact(client: Any, request: dict[str, Any], table_name: str) -> None:
-    """Send one TransactWriteItems; a cancellation comes back with its reasons.
-
-    Translated here rather than through the store's transport helpers, whose transaction
-    internals are theirs to change: only the public errors leave this function.
-    """
-    try:
-        client.transact_write_items(**request)
-    except ClientError as exc:
-        response: dict[str, Any] = dict(exc.response)
-        error: dict[str, Any] = response.get("Error", {})
-        code, message = error.get("Code", ""), error.get("Message", "")
-        if code == "TransactionCanceledException":
-            raise _Cancelled(list(response.get("CancellationReasons", []))) from exc
-        if code in _UNAVAILABLE_CODES:
-            # The claim's token settles a re-send either way; "maybe" is the honest answer.
-            raise Unavailable(
-                f"DynamoDB {code} after retries: {message}", maybe_applied=True
-            ) from exc
-        if code == "ResourceNotFoundException":
-            raise TableNotFound(f"table {table_name!r} not found: {message}") from exc
-        raise DynamoDBError(code, message) from exc
-    except (BotoConnectionError, HTTPClientError) as exc:
-        raise Unavailable(f"DynamoDB unreachable after retries: {exc}", maybe_applied=True) from exc
+def _send(store: SessionStore, operation: str, request: dict[str, Any]) -> Any:
+    return send(store.client, operation, request, store.table_name, store.item_size_limit)

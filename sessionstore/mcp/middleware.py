@@ -250,7 +250,9 @@ class SessionStoreExtension(Extension):
         self.lease_ms = lease_seconds * 1000
         self.default_ttl_seconds = default_ttl_seconds
         self.max_ttl_seconds = max_ttl_seconds
-        # A session's ttl never changes once created, so one read per session per instance.
+        # A session's ttl never changes once created, so one read per session per instance
+        # (the claim's condition compares it, so a stale entry costs a retry, never a claim
+        # that expires with another session).
         self._ttls: OrderedDict[tuple[str, str | None], int] = OrderedDict()
 
     def settings(self) -> dict[str, Any]:
@@ -396,7 +398,8 @@ class SessionStoreExtension(Extension):
     async def _session_ttl(self, session_id: str, owner: str | None) -> int:
         key = (session_id, owner)
         ttl = self._ttls.get(key)
-        if ttl is None:
+        # Past its ttl the id may name a new session (re-created after TTL removed the old).
+        if ttl is None or ttl <= self.store.clock.now_ms() // 1000:
             session = await self.store.get_session(session_id, owner=owner)
             ttl = session.ttl
             self._remember(session_id, owner, ttl)
