@@ -459,3 +459,56 @@ def test_claims_send_only_what_the_least_privilege_policy_grants(
     granted = _actions(_policy("iam-policy.json"))
     assert {f"dynamodb:{a}" for a in calls.iam_actions()} <= granted
     assert all(key == f"session#{sid}" for _, key in calls.leading_keys())
+
+
+def _claim_store(engine: LocalDynamoDB, table: str, clock: ss.ManualClock) -> ss.SessionStore:
+    client = ss.connect(engine.endpoint_url, max_attempts=1)  # faults reach the attempt driver
+    return ss.SessionStore(
+        client, table, clock=clock, ids=ss.CounterIds(), retry=RetryPolicy(sleep=lambda _s: None)
+    )
+
+
+@pytest.mark.parametrize(
+    "fault", [Fault.TRANSACTION_CONFLICT, Fault.TRANSACTION_THROTTLED, Fault.LOST_RESPONSE]
+)
+def test_a_claim_survives_contention_and_lost_responses(
+    engine: LocalDynamoDB, table: str, clock: ss.ManualClock, fault: Fault
+) -> None:
+    store = _claim_store(engine, table, clock)
+    sid = store.activate(store.create_session().session_id).session_id
+    ttl = store.get_session(sid).ttl
+    with FaultInjector(store.client, script=[fault], operations=["TransactWriteItems"]) as faults:
+        outcome = claims_module.claim(store, sid, "c1", "t", {}, owner=None, ttl=ttl, lease_ms=1)
+    assert faults.injected[fault] == 1
+    assert outcome.state is claims_module.State.CLAIMED  # ours, also when the answer was lost
+    again = claims_module.claim(store, sid, "c1", "t", {}, owner=None, ttl=ttl, lease_ms=1)
+    assert again.state is not claims_module.State.CLAIMED  # exactly one claim exists
+
+
+def test_a_claim_contended_on_every_attempt_is_unavailable_and_writes_nothing(
+    engine: LocalDynamoDB, table: str, clock: ss.ManualClock
+) -> None:
+    store = _claim_store(engine, table, clock)
+    store.retry = RetryPolicy(max_attempts=3, sleep=lambda _s: None)
+    sid = store.activate(store.create_session().session_id).session_id
+    ttl = store.get_session(sid).ttl
+    script = [Fault.TRANSACTION_CONFLICT] * 3
+    with FaultInjector(store.client, script=script), pytest.raises(ss.Unavailable) as caught:
+        claims_module.claim(store, sid, "c1", "t", {}, owner=None, ttl=ttl, lease_ms=1)
+    assert not caught.value.maybe_applied
+    outcome = claims_module.claim(store, sid, "c1", "t", {}, owner=None, ttl=ttl, lease_ms=1)
+    assert outcome.state is claims_module.State.CLAIMED  # nothing was left behind
+
+
+def test_a_claim_with_another_incarnations_ttl_takes_the_sessions(
+    engine: LocalDynamoDB, table: str, clock: ss.ManualClock
+) -> None:
+    store = _claim_store(engine, table, clock)
+    sid = store.activate(store.create_session().session_id).session_id
+    ttl = store.get_session(sid).ttl
+    with RequestLog(store.client) as log:
+        outcome = claims_module.claim(
+            store, sid, "c1", "t", {}, owner=None, ttl=ttl - 100, lease_ms=1
+        )
+    assert log.counts() == {"TransactWriteItems": 2}  # refused once, then the session's ttl
+    assert outcome.claim.ttl == ttl
