@@ -46,9 +46,7 @@ ENTRY_POINTS: list[tuple[str, Call]] = [
     ("update_attributes", lambda st, sid, o: st.update_attributes(sid, {"a": 1}, owner=o)),
     (
         "update_attributes:remove+expected_version",
-        lambda st, sid, o: st.update_attributes(
-            sid, {}, remove=["a"], owner=o, expected_version=2
-        ),
+        lambda st, sid, o: st.update_attributes(sid, {}, remove=["a"], owner=o, expected_version=2),
     ),
     (
         "record_tool_call",
