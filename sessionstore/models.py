@@ -26,7 +26,7 @@ class Context(Sequence[JSON]):
     __slots__ = ("_decoded", "_raw")
 
     def __init__(self, raw: Iterable[str] = ()) -> None:
-        self._raw = tuple(raw)
+        self._raw = raw if type(raw) is tuple else tuple(raw)
         self._decoded: tuple[JSON, ...] | None = None
 
     def _values(self) -> tuple[JSON, ...]:
@@ -140,6 +140,31 @@ class Session:
 
     def __hash__(self) -> int:
         return hash((self.session_id, self.version, self.incarnation))
+
+    @classmethod
+    def from_wire(cls, item: dict[str, Any]) -> Session:
+        """From a low-level item (``{"version": {"N": "3"}, ...}``), reading only the fields a
+        Session has -- every write's ALL_NEW comes this way, ring slots and all."""
+        owner = item.get("owner")
+        attrs = item.get("attrs")
+        counted = item.get("attrBytes")
+        tokens = item.get("tk")
+        context = item.get("context")
+        return cls(
+            item["sessionId"]["S"],
+            int(item["version"]["N"]),
+            _STATUS[item["status"]["S"]],
+            None if owner is None else owner["S"],
+            item["createdAt"]["S"],
+            item["updatedAt"]["S"],
+            int(item["ttl"]["N"]),
+            Context(tuple([m["S"] for m in context["L"]]) if context is not None else ()),
+            int(item["contextBytes"]["N"]) if "contextBytes" in item else 0,
+            item["createToken"]["S"] if "createToken" in item else "",
+            Attributes({k: v["S"] for k, v in attrs["M"].items()} if attrs is not None else None),
+            None if counted is None else int(counted["N"]),
+            None if tokens is None else {k: int(v["N"]) for k, v in tokens["M"].items()},
+        )
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Session:

@@ -41,7 +41,7 @@ from .errors import (
 from .expressions import Expr, all_of, live_session, status_in
 from .models import Session
 from .status import Status, allowed, sources
-from .wire import Cancelled, ConditionFailed, to_python
+from .wire import Cancelled, ConditionFailed
 
 #: Commuting writes name their token in the map ``tk``; at most this many names at once.
 TOKEN_CAP = 16
@@ -140,29 +140,44 @@ class Transition:
         self.froms = [s.value for s in sources(to)]
 
     def request(self, now_ms: int) -> dict[str, Any]:
-        e = Expr()
-        guard = live_session(e, owner=self.owner, now_s=now_ms // 1000)
+        # Written out (see ``SessionWrite.request``): the condition and update are fixed text.
+        names = {**_FIXED_NAMES, "#status": "status", "#tx": tx_attribute(self.to)}
+        del names["#tk"]
+        values: dict[str, Any] = {
+            ":nows": {"N": str(now_ms // 1000)},
+            ":now": {"S": format_timestamp(now_ms)},
+            ":to": {"S": self.to.value},
+            ":token": {"S": self.token},
+            ":one": _ONE,
+        }
+        if self.owner is None:
+            alive = _ALIVE_UNOWNED
+        else:
+            alive = _ALIVE_OWNED
+            values[":owner"] = {"S": self.owner}
         if self.froms:
-            condition = all_of(guard, status_in(e, self.froms))
+            values.update({f":from{i}": {"S": s} for i, s in enumerate(self.froms)})
+            listed = ", ".join(f":from{i}" for i in range(len(self.froms)))
+            condition = f"{alive} AND (#status IN ({listed}))"
         else:  # nothing leads here: let the failure report the current status
-            condition = all_of(guard, f"attribute_not_exists({e.n('pk')})")
+            condition = f"{alive} AND (attribute_not_exists(#pk))"
         return {
             "TableName": self.table,
             "Key": schema.meta_key(self.session_id),
             "UpdateExpression": (
-                f"SET {e.n('status')} = {e.v(self.to.value)}, "
-                f"{e.n('updatedAt')} = {e.v(format_timestamp(now_ms))}, "
-                f"{e.n(tx_attribute(self.to))} = {e.v(self.token)} "
-                f"ADD {e.n('version')} {e.v(1)}"
+                "SET #status = :to, #updatedAt = :now, #tx = :token ADD #version :one"
             ),
             "ConditionExpression": condition,
             "ReturnValues": "ALL_NEW",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            **e.params(),
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
         }
 
     def succeeded(self, response: dict[str, Any]) -> Session:
-        return self._session(to_python(response["Attributes"]) or {})
+        session = Session.from_wire(response["Attributes"])
+        self.remember(session)
+        return session
 
     def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Session | Retry:
         assert isinstance(failure, ConditionFailed)
@@ -277,45 +292,53 @@ class SessionWrite:
         self.current: Session | None = None
 
     def request(self, now_ms: int) -> dict[str, Any]:
+        # The fixed part of every attempt is written out, not built placeholder by placeholder:
+        # this runs on every write, and the library's own CPU time per call is budgeted.
         e = Expr()
         now_s = now_ms // 1000
+        e.names.update(_FIXED_NAMES)
+        values = e.values
+        values[":now"] = {"S": format_timestamp(now_ms)}
+        values[":nows"] = {"N": str(now_s)}
+        if self.owner is None:
+            alive = _ALIVE_UNOWNED
+        else:
+            alive = _ALIVE_OWNED
+            values[":owner"] = {"S": self.owner}
         sets, removes, extra = self.edit.clauses(e, self.exact)
-        version = e.n("version")
-        stamp = f"{e.n('updatedAt')} = {e.v(format_timestamp(now_ms))}"
+        extra = f" AND ({extra})" if extra else ""
         gone = self._removable(now_s)
-        tk = e.n("tk") if gone or self.commuting or self.exact is not None else ""
-        drop = [f"{tk}.{e.k(t)}" for t in gone]
+        drop = [f"#tk.{e.k(t)}" for t in gone]
         if removes:
             drop.append(removes)
         if self.commuting:
             self.named = True
-            tok = e.k(self.token)
-            condition = all_of(
-                live_session(e, owner=self.owner, now_s=now_s),
-                f"attribute_exists({tk}) AND size({tk}) < {e.v(TOKEN_CAP)}",
-                f"attribute_not_exists({tk}.{tok})",
-                extra,
+            e.names["#tok"] = self.token
+            values[":cap"] = _CAP
+            values[":one"] = _ONE
+            condition = (
+                f"{alive} AND (attribute_exists(#tk) AND size(#tk) < :cap) "
+                f"AND (attribute_not_exists(#tk.#tok)){extra}"
             )
-            update = f"SET {sets}, {stamp}, {tk}.{tok} = {e.v(now_s)}"
+            update = f"SET {sets}, #updatedAt = :now, #tk.#tok = :nows"
             if drop:
                 update += " REMOVE " + ", ".join(drop)
-            update += f" ADD {version} {e.v(1)}"
+            update += " ADD #version :one"
         else:
             self.attempted = self.version
             new_version = self.version + 1
-            condition = all_of(
-                live_session(e, owner=self.owner, now_s=now_s),
-                f"{version} = {e.v(self.version)}",
-                extra,
-            )
-            update = (
-                f"SET {sets}, {stamp}, {version} = {e.v(new_version)}, "
-                f"{e.n(schema.ring_slot(new_version))} = {e.v(self.token)}"
-            )
+            values[":expected"] = {"N": str(self.version)}
+            values[":next"] = {"N": str(new_version)}
+            values[":token"] = {"S": self.token}
+            slot = schema.ring_slot(new_version)
+            e.names["#slot"] = slot
+            condition = f"{alive} AND (#version = :expected){extra}"
+            update = f"SET {sets}, #updatedAt = :now, #version = :next, #slot = :token"
             if self.exact is not None and self.exact.write_tokens is None:
-                update += f", {tk} = {e.v({})}"  # an item from before ``tk``: start the map
-            elif tk and not drop:
-                update += f", {tk} = {tk}"  # names ``tk`` in the expression, changes nothing
+                values[":nomap"] = {"M": {}}
+                update += ", #tk = :nomap"  # an item from before ``tk``: start the map
+            elif not gone:
+                del e.names["#tk"]  # unused placeholders are refused
             if drop:
                 update += " REMOVE " + ", ".join(drop)
         self.removed = gone
@@ -326,7 +349,8 @@ class SessionWrite:
             "ConditionExpression": condition,
             "ReturnValues": "ALL_NEW",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            **e.params(),
+            "ExpressionAttributeNames": e.names,
+            "ExpressionAttributeValues": values,
         }
 
     def _removable(self, now_s: int) -> tuple[str, ...]:
@@ -343,7 +367,9 @@ class SessionWrite:
         return tuple(dict.fromkeys(gone))[:TOKEN_CAP]
 
     def succeeded(self, response: dict[str, Any]) -> Session:
-        return self._session(to_python(response["Attributes"]) or {})
+        session = Session.from_wire(response["Attributes"])
+        self.remember(session)
+        return session
 
     def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Session | Retry:
         assert isinstance(failure, ConditionFailed)
@@ -405,6 +431,21 @@ class SessionWrite:
         return session
 
 
+_FIXED_NAMES = {
+    "#pk": "pk",
+    "#ttl": "ttl",
+    "#owner": "owner",
+    "#version": "version",
+    "#updatedAt": "updatedAt",
+    "#tk": "tk",
+}
+#: ``expressions.live_session``, written out for the two cases.
+_ALIVE_OWNED = "(attribute_exists(#pk)) AND (#ttl > :nows) AND (#owner = :owner)"
+_ALIVE_UNOWNED = "(attribute_exists(#pk)) AND (#ttl > :nows) AND (attribute_not_exists(#owner))"
+_CAP = {"N": str(TOKEN_CAP)}
+_ONE = {"N": "1"}
+
+
 def _carries(item: dict[str, Any], token: str) -> bool:
     """``item`` holds ``token``: named in ``tk``, or in a ring slot."""
     tokens = item.get("tk")
@@ -456,16 +497,13 @@ class AppendEdit:
         self.limit = limit
 
     def clauses(self, e: Expr, exact: Session | None) -> tuple[str, str, str]:
-        context, counted = e.n("context"), e.n("contextBytes")
-        sets = (
-            f"{context} = list_append({context}, {e.v(self.encoded)}), "
-            f"{counted} = {counted} + {e.v(self.added)}"
-        )
-        cond = (
-            f"{e.n('status')} = {e.v(Status.ACTIVE.value)} AND "
-            f"{counted} <= {e.v(self.budget - self.added)}"
-        )
-        return sets, "", cond
+        e.names.update(_APPEND_NAMES)
+        values = e.values
+        values[":msgs"] = {"L": [{"S": m} for m in self.encoded]}
+        values[":added"] = {"N": str(self.added)}
+        values[":room"] = {"N": str(self.budget - self.added)}
+        values[":active"] = _ACTIVE
+        return _APPEND_SET, "", _APPEND_CONDITION
 
     def judge(self, current: Session) -> Session | None:
         if current.status is not Status.ACTIVE:
@@ -478,10 +516,20 @@ class AppendEdit:
         return False
 
 
+_APPEND_NAMES = {"#context": "context", "#contextBytes": "contextBytes", "#status": "status"}
+_APPEND_SET = "#context = list_append(#context, :msgs), #contextBytes = #contextBytes + :added"
+_APPEND_CONDITION = "#status = :active AND #contextBytes <= :room"
+_ACTIVE = {"S": Status.ACTIVE.value}
+
+
 #: The most bytes a session's attributes may take (the ``attrs`` map, sized by DynamoDB's rules:
 #: 3 + name + JSON text + 1 per attribute). Part of ``METADATA_OVERHEAD``.
 ATTRIBUTES_MAX_BYTES = 4096
 EMPTY_MAP_BYTES = 3
+
+
+_ATTRIBUTE_NAMES = {"#attrs": "attrs", "#attrBytes": "attrBytes", "#status": "status"}
+_CLOSED = {"S": Status.CLOSED.value}
 
 
 def attribute_bytes(name: str, text: str) -> int:
@@ -521,8 +569,10 @@ class AttributesEdit:
         return out
 
     def clauses(self, e: Expr, exact: Session | None) -> tuple[str, str, str]:
-        attrs, counted = e.n("attrs"), e.n("attrBytes")
-        open_ = f"{e.n('status')} <> {e.v(Status.CLOSED.value)}"
+        e.names.update(_ATTRIBUTE_NAMES)
+        attrs, counted = "#attrs", "#attrBytes"
+        e.values[":closed"] = _CLOSED
+        open_ = "#status <> :closed"
         if exact is not None and exact.attribute_bytes is None:
             # An item from before attributes: write the whole map and its exact size.
             new = self.after(exact)
@@ -533,9 +583,10 @@ class AttributesEdit:
         if exact is not None:
             parts.append(f"{counted} = {e.v(attributes_size(self.after(exact)))}")
             return ", ".join(parts), removes, open_
-        parts.append(f"{counted} = {counted} + {e.v(self.added)}")
-        cond = f"{open_} AND {counted} <= {e.v(ATTRIBUTES_MAX_BYTES - self.added)}"
-        return ", ".join(parts), removes, cond
+        e.values[":added"] = {"N": str(self.added)}
+        e.values[":room"] = {"N": str(ATTRIBUTES_MAX_BYTES - self.added)}
+        parts.append("#attrBytes = #attrBytes + :added")
+        return ", ".join(parts), removes, f"{open_} AND #attrBytes <= :room"
 
     def judge(self, current: Session) -> Session | None:
         if current.status is Status.CLOSED:
