@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         contended,
         updates.Scenario("1 writer, +5 ms RTT", 1, 64, rtt),
         updates.Scenario("8 writers, +5 ms RTT", 8, 8, rtt),
+        updates.Scenario("append, 1 writer", 1, 64, work="append"),
+        updates.Scenario("append, 8 writers", 8, 8, work="append"),
     ]
     args.out.mkdir(parents=True, exist_ok=True)
 

@@ -1,22 +1,30 @@
-"""The contenders for "one versioned update that changes the session item", on one engine.
+"""The contenders for the same work on one engine: every commit bumps ``version`` by one.
 
-Every contender's commit is one conditional write that bumps ``version`` by one and changes the
-item; every write attempt is counted on its own botocore client with a ``WireCounter``.
+Two kinds of work (``WORKS``), each contender doing the same thing its own way; every write
+attempt is counted on the contender's own botocore client with a ``WireCounter``.
 
-* ``sessionstore`` -- ``SessionStore.append_context(sid, [msg])``. The lifecycle forbids
-  repeating a status change (active -> active is a no-op that writes nothing), so the repeated
-  update is ``append_context``: it runs through the very same versioned-write machinery as
-  ``update_status`` (``_versioned``: ``version = :v`` condition, increment, ring token, retry from
-  ``ALL_OLD`` in one request, exponential backoff with full jitter, 10 attempts). Each writer is
-  its own ``SessionStore`` instance (as separate MCP server instances would be), starting cold.
-* ``source`` -- ``sessionstore.testing.source_design.update_session_status``: the source
-  design's loop transliterated -- ConsistentRead GetItem + conditional UpdateItem, re-read on
-  every conflict, backoff ``50 * 2**n + U(0, 20)`` ms, ``maxRetries = 3``.
-* ``pynamodb`` -- the same get-update-retry loop written with PynamoDB 6 (``Model.get`` with
-  ``consistent_read=True``, ``Model.update`` with a ``VersionAttribute`` condition), same
-  backoff and retry bound as the source loop: it differs from ``source`` only by the library.
+``update`` -- a versioned update of one small attribute (``title``) on one session:
 
-A call that gives up (source / PynamoDB after 4 attempts, sessionstore after 10) is re-issued
+* ``sessionstore`` -- ``SessionStore.update_attributes(sid, {"title": ...})``: one UpdateItem,
+  no version condition (the change commutes: see ``writes.SessionWrite``), ``ADD version 1``.
+  Each writer is its own ``SessionStore`` instance (as separate MCP server instances would be),
+  starting cold.
+* ``source`` -- the source design's ``updateSessionStatus`` loop transliterated, writing the
+  attribute instead of the status: ConsistentRead GetItem + UpdateItem on ``version = :v``,
+  re-read on every conflict, backoff ``50 * 2**n + U(0, 20)`` ms, ``maxRetries = 3``.
+* ``pynamodb`` -- the same get-modify-retry loop with PynamoDB 6: ``Model.get`` (consistent),
+  set the attribute, ``Model.save()`` (its ``VersionAttribute`` adds the version condition and
+  the increment), same backoff and retry bound as the source loop.
+
+``append`` -- append one message to the session's context:
+
+* ``sessionstore`` -- ``append_context(sid, [msg])``: one UpdateItem, no version condition.
+* ``source`` -- the source design's ``appendContextMessages`` (``list_append`` on
+  ``version = :expected``) after a ConsistentRead of the version, re-read on every conflict,
+  same backoff and bound.
+* ``pynamodb`` -- ``Model.get``, ``context.append(msg)``, ``Model.save()`` (version condition).
+
+A call that gives up (source / PynamoDB after 4 attempts, sessionstore after 16) is re-issued
 by its caller until the writer has its commits; such calls are counted as ``gave_up``.
 """
 
@@ -38,6 +46,7 @@ from .counting import CONDITION_FAILED, WireCounter
 
 #: A writer's "commit": perform one committed update; returns how many calls gave up first.
 Commit = Callable[[], int]
+WORKS = ("update", "append")
 
 MAX_CALLS_PER_COMMIT = 200  # a writer's bound on re-issued calls (never reached in practice)
 SOURCE_MAX_RETRIES = 3  # the source design's default
@@ -71,7 +80,7 @@ class Contender:
     def new_session(self) -> str:
         raise NotImplementedError
 
-    def writer(self, session_id: str, writer_id: int) -> Commit:
+    def writer(self, session_id: str, writer_id: int, work: str) -> Commit:
         raise NotImplementedError
 
     def version(self, session_id: str) -> int:
@@ -100,18 +109,10 @@ def _raw_version(client: Any, table: str, session_id: str) -> int:
 
 class SessionStoreContender(Contender):
     name = "sessionstore"
-    label = "sessionstore (append_context: versioned write, retry from ALL_OLD)"
+    label = "sessionstore (update_attributes / append_context: one UpdateItem, commuting)"
     requests_per_attempt = 1
 
-    def __init__(self, endpoint: str, table: str, *, base_delay: float | None = None) -> None:
-        if base_delay is not None:  # a tuning variant: same store, slower first backoff
-            self.name = f"sessionstore-{base_delay * 1000:.0f}ms"
-            self.label = (
-                f"sessionstore with RetryPolicy(base_delay={base_delay * 1000:.0f} ms)"
-                " -- a tuning variant, contended runs only"
-            )
-            self.contended_only = True
-        self._retry_base = base_delay
+    def __init__(self, endpoint: str, table: str) -> None:
         self.table = table
         self.client = ss.connect(endpoint)
         self.setup = ss.SessionStore(self.client, table)
@@ -123,19 +124,19 @@ class SessionStoreContender(Contender):
         self.setup.activate(sid)
         return sid
 
-    def writer(self, session_id: str, writer_id: int) -> Commit:
-        retry = (
-            ss.RetryPolicy(base_delay=self._retry_base) if self._retry_base is not None else None
-        )
-        # its own (cold) version hint, as a separate server instance would have
-        store = ss.SessionStore(self.client, self.table, retry=retry)
+    def writer(self, session_id: str, writer_id: int, work: str) -> Commit:
+        # its own (cold) instance, as a separate server instance would be
+        store = ss.SessionStore(self.client, self.table)
         messages = [f"w{writer_id}"]
+        n = itertools.count()
+
+        def write() -> object:
+            if work == "append":
+                return store.append_context(session_id, messages)
+            return store.update_attributes(session_id, {"title": f"w{writer_id}-{next(n)}"})
 
         def commit() -> int:
-            return _gave_up_loop(
-                lambda: store.append_context(session_id, messages),
-                lambda exc: isinstance(exc, ss.ConflictRetriesExhausted),
-            )
+            return _gave_up_loop(write, lambda exc: isinstance(exc, ss.ConflictRetriesExhausted))
 
         return commit
 
@@ -184,19 +185,90 @@ class SourceContender(Contender):
         _put_source_session(self.client, self.table, sid)
         return sid
 
-    def writer(self, session_id: str, writer_id: int) -> Commit:
+    def writer(self, session_id: str, writer_id: int, work: str) -> Commit:
+        n = itertools.count()
+
+        def write() -> None:
+            if work == "append":
+                source_append(self.client, session_id, [f"w{writer_id}"], table=self.table)
+            else:
+                source_update_attribute(
+                    self.client, session_id, "title", f"w{writer_id}-{next(n)}", table=self.table
+                )
+
         def commit() -> int:
-            return _gave_up_loop(
-                lambda: source_design.update_session_status(
-                    self.client, session_id, "active", SOURCE_MAX_RETRIES, table=self.table
-                ),
-                _is_condition_failure,
-            )
+            return _gave_up_loop(write, _is_condition_failure)
 
         return commit
 
     def version(self, session_id: str) -> int:
         return _raw_version(self.client, self.table, session_id)
+
+
+def source_update_attribute(
+    client: Any,
+    session_id: str,
+    name: str,
+    value: str,
+    max_retries: int = SOURCE_MAX_RETRIES,
+    *,
+    table: str,
+) -> None:
+    """The source design's ``updateSessionStatus`` loop, writing one attribute instead of the
+    status: read the version (consistent), UpdateItem on ``version = :expected``, re-read on a
+    conflict, backoff ``50 * 2**n + U(0, 20)`` ms."""
+    key = schema.meta_key(session_id)
+    for attempt in range(max_retries + 1):
+        version = client.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]["version"][
+            "N"
+        ]
+        try:
+            client.update_item(
+                TableName=table,
+                Key=key,
+                UpdateExpression="SET #a = :val, updatedAt = :now, #v = #v + :inc",
+                ConditionExpression="#v = :expected",
+                ExpressionAttributeNames={"#a": name, "#v": "version"},
+                ExpressionAttributeValues={
+                    ":val": {"S": value},
+                    ":now": {"S": source_design._now_iso()},
+                    ":inc": {"N": "1"},
+                    ":expected": {"N": version},
+                },
+            )
+            return
+        except ClientError as err:
+            if _is_condition_failure(err) and attempt < max_retries:
+                time.sleep((50 * 2**attempt + random.random() * 20) / 1000)
+                continue
+            raise
+    raise RuntimeError("unreachable")  # pragma: no cover
+
+
+def source_append(
+    client: Any,
+    session_id: str,
+    messages: list[str],
+    max_retries: int = SOURCE_MAX_RETRIES,
+    *,
+    table: str,
+) -> None:
+    """The source design's ``appendContextMessages`` as its callers use it: read the version,
+    append on it, re-read on a conflict; same backoff as its status loop."""
+    key = schema.meta_key(session_id)
+    for attempt in range(max_retries + 1):
+        item = client.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]
+        try:
+            source_design.append_context_messages(
+                client, session_id, messages, int(item["version"]["N"]), table=table
+            )
+            return
+        except ClientError as err:
+            if _is_condition_failure(err) and attempt < max_retries:
+                time.sleep((50 * 2**attempt + random.random() * 20) / 1000)
+                continue
+            raise
+    raise RuntimeError("unreachable")  # pragma: no cover
 
 
 def make_pynamodb_model(endpoint: str, table: str) -> Any:
@@ -224,6 +296,7 @@ def make_pynamodb_model(endpoint: str, table: str) -> Any:
         context = ListAttribute(null=True)  # type: ignore[var-annotated]
         updated_at = UnicodeAttribute(attr_name="updatedAt")
         ttl = NumberAttribute()
+        title = UnicodeAttribute(null=True)
 
     return SessionMetadata
 
@@ -253,9 +326,34 @@ def pynamodb_update_status(
     raise RuntimeError("unreachable")  # pragma: no cover
 
 
+def pynamodb_save(
+    model: Any,
+    session_id: str,
+    change: Callable[[Any], None],
+    max_retries: int = SOURCE_MAX_RETRIES,
+) -> None:
+    """Get (consistent), change the object, ``save()`` -- PynamoDB's ``VersionAttribute`` makes
+    it a PutItem on ``version = :read`` with the version incremented; same loop and backoff."""
+    from pynamodb.exceptions import PutError
+
+    for attempt in range(max_retries + 1):
+        item = model.get(schema.pk(session_id), schema.META_SK, consistent_read=True)
+        change(item)
+        item.updated_at = source_design._now_iso()
+        try:
+            item.save()
+            return
+        except PutError as err:
+            if err.cause_response_code == CONDITION_FAILED and attempt < max_retries:
+                time.sleep((50 * 2**attempt + random.random() * 20) / 1000)
+                continue
+            raise
+    raise RuntimeError("unreachable")  # pragma: no cover
+
+
 class PynamoDBContender(Contender):
     name = "pynamodb"
-    label = "PynamoDB 6 (Model.get + Model.update with VersionAttribute, same loop)"
+    label = "PynamoDB 6 (Model.get + Model.save with VersionAttribute, same loop)"
     requests_per_attempt = 2
 
     def __init__(self, endpoint: str, table: str) -> None:
@@ -273,16 +371,22 @@ class PynamoDBContender(Contender):
         _put_source_session(self._raw, self.table, sid)
         return sid
 
-    def writer(self, session_id: str, writer_id: int) -> Commit:
-        from pynamodb.exceptions import UpdateError
+    def writer(self, session_id: str, writer_id: int, work: str) -> Commit:
+        from pynamodb.exceptions import PutError
+
+        n = itertools.count()
 
         def give_up(exc: Exception) -> bool:
-            return isinstance(exc, UpdateError) and exc.cause_response_code == CONDITION_FAILED
+            return isinstance(exc, PutError) and exc.cause_response_code == CONDITION_FAILED
+
+        def change(item: Any) -> None:
+            if work == "append":
+                item.context = [*(item.context or []), f"w{writer_id}"]
+            else:
+                item.title = f"w{writer_id}-{next(n)}"
 
         def commit() -> int:
-            return _gave_up_loop(
-                lambda: pynamodb_update_status(self.model, session_id, "active"), give_up
-            )
+            return _gave_up_loop(lambda: pynamodb_save(self.model, session_id, change), give_up)
 
         return commit
 
@@ -295,5 +399,4 @@ def all_contenders(endpoint: str) -> list[Contender]:
         SessionStoreContender(endpoint, "bench-sessionstore"),
         SourceContender(endpoint, "bench-source"),
         PynamoDBContender(endpoint, "bench-pynamodb"),
-        SessionStoreContender(endpoint, "bench-sessionstore", base_delay=0.05),
     ]

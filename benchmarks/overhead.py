@@ -134,6 +134,10 @@ def capture_ops(endpoint: str, *, long_context: int = 100) -> list[OpSpec]:
             sid, "call-1", "search", TOOL_INPUT, TOOL_OUTPUT, 42, owner=owner
         ),
     )
+    add(
+        "update_attributes",
+        lambda s: s.update_attributes(sid, {"title": "Incident review"}, owner=owner),
+    )
     add("transition", lambda s: s.transition(sid, ss.Status.CLOSING, owner=owner))
 
     # The same append on a session whose context already holds ``long_context`` messages:
@@ -239,6 +243,10 @@ _WRAPPERS = {
     "append_context",
     "record_tool_call",
     "transition",
+    "update_attributes",
+    "_write",
+    "_drive",
+    "drive",
     "<lambda>",
 }
 

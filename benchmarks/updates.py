@@ -1,4 +1,4 @@
-"""Phases 1 and 2: requests per committed update and committed updates per second.
+"""Phases 1 and 2: requests per committed write and committed writes per second.
 
 Each run: a fresh session, ``writers`` threads, each committing ``commits_per_writer`` updates
 through its contender; requests and condition failures are read from botocore events on the
@@ -37,6 +37,7 @@ class Scenario:
     writers: int
     commits_per_writer: int
     latency_s: float = 0.0  # simulated network round trip per request
+    work: str = "update"  # contenders.WORKS
 
 
 @dataclass
@@ -79,7 +80,7 @@ def run_once(contender: Contender, scenario: Scenario, repeat: int, *, deadline_
     sid = contender.new_session()
     start_version = contender.version(sid)
     contender.set_latency(scenario.latency_s)
-    commits = [contender.writer(sid, i) for i in range(scenario.writers)]
+    commits = [contender.writer(sid, i, scenario.work) for i in range(scenario.writers)]
     done = [0] * scenario.writers
     gave_up = [0] * scenario.writers
     cpu = [0.0] * scenario.writers

@@ -46,10 +46,19 @@ class ManualClock:
             self._now += ms + round(seconds * 1000)
 
 
+#: Every write stamps ``updatedAt``; within one second only the milliseconds differ.
+_LAST_SECOND: tuple[int, str] = (-1, "")
+
+
 def format_timestamp(epoch_ms: int) -> str:
     """``2026-01-01T12:00:00.000Z``: always 24 characters, so text order is time order."""
-    dt = datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{epoch_ms % 1000:03d}Z"
+    global _LAST_SECOND
+    seconds, ms = divmod(epoch_ms, 1000)
+    cached = _LAST_SECOND  # one tuple, replaced whole: safe to share between threads
+    if cached[0] != seconds:
+        dt = datetime.fromtimestamp(seconds, tz=UTC)
+        cached = _LAST_SECOND = (seconds, dt.strftime("%Y-%m-%dT%H:%M:%S."))
+    return f"{cached[1]}{ms:03d}Z"
 
 
 def parse_timestamp(text: str) -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from typing import Any, TypeAlias
 
 from .errors import InvalidInput
@@ -22,45 +21,48 @@ JSON: TypeAlias = Any  # None | bool | int | float | str | list[JSON] | dict[str
 MAX_DEPTH = 256
 
 
-def _check(value: object, what: str) -> None:
-    stack: list[tuple[object, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise InvalidInput(f"{what} nests deeper than {MAX_DEPTH} levels")
-        if item is None or isinstance(item, bool | int):
-            continue
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                raise InvalidInput(f"{what} holds {item!r}, which JSON cannot represent")
-        elif isinstance(item, str):
-            _check_text(item, what)
-        elif type(item) is list:
-            stack.extend((child, depth + 1) for child in item)
-        elif type(item) is dict:
-            for key, child in item.items():
-                if not isinstance(key, str):
-                    raise InvalidInput(f"{what} has a non-string object key {key!r}")
-                _check_text(key, what)
-                stack.append((child, depth + 1))
-        else:
-            raise InvalidInput(f"{what} holds a {type(item).__name__}, which is not a JSON value")
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-def _check_text(text: str, what: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInput(f"{what} holds a string that is not valid Unicode") from exc
+def _check(value: object, what: str, depth: int = 0) -> None:
+    """Only JSON types (``list``, ``dict`` with ``str`` keys: ``json.dumps`` would take tuples
+    and turn int keys into text), at most ``MAX_DEPTH`` levels. Recursion is bounded by the
+    depth check. Floats and text are checked on the encoded result (``encode``)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return
+    if depth >= MAX_DEPTH and (kind is list or kind is dict) and value:
+        raise InvalidInput(f"{what} nests deeper than {MAX_DEPTH} levels")
+    if kind is list:
+        for child in value:  # type: ignore[attr-defined]
+            if type(child) not in _SCALARS:
+                _check(child, what, depth + 1)
+    elif kind is dict:
+        for key, child in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str:
+                raise InvalidInput(f"{what} has a non-string object key {key!r}")
+            if type(child) not in _SCALARS:
+                _check(child, what, depth + 1)
+    elif isinstance(value, str | int | float):  # subclasses (IntEnum, str enums): as JSON does
+        return
+    else:
+        raise InvalidInput(f"{what} holds a {kind.__name__}, which is not a JSON value")
 
 
 def encode(value: JSON, what: str = "value") -> str:
     """Exact JSON text of ``value``; raises ``InvalidInput`` for anything JSON can't hold."""
     _check(value, what)
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    except (ValueError, TypeError, RecursionError) as exc:  # e.g. an int past 4300 digits
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except ValueError as exc:  # NaN / Infinity, or an int past 4300 digits
         raise InvalidInput(f"{what} cannot be written as JSON: {exc}") from exc
+    except (TypeError, RecursionError) as exc:
+        raise InvalidInput(f"{what} cannot be written as JSON: {exc}") from exc
+    try:
+        text.encode("utf-8")  # a lone surrogate, in a string or a key
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{what} holds a string that is not valid Unicode") from exc
+    return text
 
 
 def decode(text: str) -> JSON:

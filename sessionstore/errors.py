@@ -126,18 +126,24 @@ class RecordMissing(SessionStoreError):
 
 
 class ItemTooLarge(SessionStoreError):
-    """The write would take an item past the size limit; nothing was written."""
+    """The write would take an item (or a session's attributes, ``what="attributes"``) past its
+    size limit; nothing was written."""
 
-    def __init__(self, current: int, added: int, limit: int, *, by_engine: bool = False) -> None:
+    def __init__(
+        self, current: int, added: int, limit: int, *, by_engine: bool = False, what: str = "item"
+    ) -> None:
         if by_engine:
             message = (
                 f"DynamoDB refused the write as too large (about {current} + {added} bytes; "
                 f"configured limit {limit})"
             )
         else:
-            message = f"item would be {current + added} bytes ({current} + {added}), limit {limit}"
+            message = (
+                f"{what} would be {current + added} bytes ({current} + {added}), limit {limit}"
+            )
         super().__init__(message)
         self.by_engine = by_engine
+        self.what = what
         self.current = current
         self.added = added
         self.limit = limit

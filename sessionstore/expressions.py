@@ -27,6 +27,8 @@ def to_wire(value: Any) -> dict[str, Any]:
         return {"BOOL": value}
     if kind is list:
         return {"L": [to_wire(v) for v in value]}
+    if kind is dict:
+        return {"M": {k: to_wire(v) for k, v in value.items()}}
     return dict(_SERIALIZER.serialize(value))
 
 
@@ -40,6 +42,12 @@ class Expr:
     def n(self, attribute: str) -> str:
         placeholder = "#" + attribute
         self.names[placeholder] = attribute
+        return placeholder
+
+    def k(self, name: str) -> str:
+        """A placeholder for an arbitrary name (a map key: a token, an attribute name)."""
+        placeholder = f"#k{len(self.names)}"
+        self.names[placeholder] = name
         return placeholder
 
     def v(self, value: Any) -> str:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
 from .codec import JSON, decode
 from .status import Status
+
+_STATUS = {s.value: s for s in Status}
 
 
 class Context(Sequence[JSON]):
@@ -24,7 +26,7 @@ class Context(Sequence[JSON]):
     __slots__ = ("_decoded", "_raw")
 
     def __init__(self, raw: Iterable[str] = ()) -> None:
-        self._raw = tuple(raw)
+        self._raw = raw if type(raw) is tuple else tuple(raw)
         self._decoded: tuple[JSON, ...] | None = None
 
     def _values(self) -> tuple[JSON, ...]:
@@ -58,13 +60,68 @@ class Context(Sequence[JSON]):
         return repr(self._values())
 
 
+class Attributes(Mapping[str, JSON]):
+    """A session's attributes (``update_attributes``), read-only, each value decoded from its
+    JSON text on first access.
+
+    Equality is by value, with any other mapping (a dict included); not hashable, like a dict.
+    """
+
+    __slots__ = ("_decoded", "_raw")
+
+    def __init__(self, raw: Mapping[str, str] | None = None) -> None:
+        self._raw: Mapping[str, str] = raw if raw is not None else {}
+        self._decoded: dict[str, JSON] | None = None
+
+    def _values(self) -> dict[str, JSON]:
+        if self._decoded is None:
+            self._decoded = {k: decode(v) for k, v in self._raw.items()}
+        return self._decoded
+
+    def __getitem__(self, name: str) -> JSON:
+        if name not in self._raw:
+            raise KeyError(name)
+        return self._values()[name]
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._raw
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Attributes):
+            return self._raw == other._raw or self._values() == other._values()
+        if isinstance(other, Mapping):
+            return self._values() == dict(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self._values())
+
+    @property
+    def raw(self) -> Mapping[str, str]:
+        """The stored JSON text of each value (what the item holds)."""
+        return self._raw
+
+
 @dataclass(frozen=True)
 class Session:
     """The metadata item as read or written.
 
     Equal when every field is equal; hashed on ``(session_id, version, incarnation)`` -- a
-    snapshot's identity -- because its context is not hashable. ``incarnation`` is the create
-    token: it tells a session apart from an earlier one that had the same id.
+    snapshot's identity -- because neither its context nor its attributes are hashable.
+    ``incarnation`` is the create token: it tells a session apart from an earlier one that had
+    the same id.
+
+    ``attribute_bytes`` and ``write_tokens`` are bookkeeping the store's writes need (the
+    attributes' size bound, the request tokens of recent writes); they take no part in
+    equality. ``None`` means the item predates them.
     """
 
     session_id: str
@@ -77,23 +134,55 @@ class Session:
     context: Context = field(default_factory=Context)
     context_bytes: int = 0
     incarnation: str = field(default="", repr=False)
+    attributes: Attributes = field(default_factory=Attributes)
+    attribute_bytes: int | None = field(default=None, repr=False, compare=False)
+    write_tokens: Mapping[str, int] | None = field(default=None, repr=False, compare=False)
 
     def __hash__(self) -> int:
         return hash((self.session_id, self.version, self.incarnation))
 
     @classmethod
-    def from_item(cls, item: dict[str, Any]) -> Session:
+    def from_wire(cls, item: dict[str, Any]) -> Session:
+        """From a low-level item (``{"version": {"N": "3"}, ...}``), reading only the fields a
+        Session has -- every write's ALL_NEW comes this way, ring slots and all."""
+        owner = item.get("owner")
+        attrs = item.get("attrs")
+        counted = item.get("attrBytes")
+        tokens = item.get("tk")
+        context = item.get("context")
         return cls(
-            session_id=item["sessionId"],
-            version=int(item["version"]),
-            status=Status(item["status"]),
-            owner=item.get("owner"),
-            created_at=item["createdAt"],
-            updated_at=item["updatedAt"],
-            ttl=int(item["ttl"]),
-            context=Context(item.get("context", ())),
-            context_bytes=int(item.get("contextBytes", 0)),
-            incarnation=item.get("createToken", ""),
+            item["sessionId"]["S"],
+            int(item["version"]["N"]),
+            _STATUS[item["status"]["S"]],
+            None if owner is None else owner["S"],
+            item["createdAt"]["S"],
+            item["updatedAt"]["S"],
+            int(item["ttl"]["N"]),
+            Context(tuple([m["S"] for m in context["L"]]) if context is not None else ()),
+            int(item["contextBytes"]["N"]) if "contextBytes" in item else 0,
+            item["createToken"]["S"] if "createToken" in item else "",
+            Attributes({k: v["S"] for k, v in attrs["M"].items()} if attrs is not None else None),
+            None if counted is None else int(counted["N"]),
+            None if tokens is None else {k: int(v["N"]) for k, v in tokens["M"].items()},
+        )
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> Session:
+        attr_bytes = item.get("attrBytes")
+        return cls(
+            item["sessionId"],
+            int(item["version"]),
+            _STATUS[item["status"]],
+            item.get("owner"),
+            item["createdAt"],
+            item["updatedAt"],
+            int(item["ttl"]),
+            Context(item.get("context", ())),
+            int(item.get("contextBytes", 0)),
+            item.get("createToken", ""),
+            Attributes(item.get("attrs")),
+            None if attr_bytes is None else int(attr_bytes),
+            item.get("tk"),
         )
 
 

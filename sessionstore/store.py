@@ -10,9 +10,10 @@ attempt driver (``sessionstore.attempts``).
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from . import codec, schema, sizing
@@ -21,37 +22,58 @@ from .clock import Clock, SystemClock, format_timestamp
 from .codec import JSON
 from .errors import (
     InvalidInput,
-    InvalidTransition,
     ItemTooLarge,
     RecordMissing,
-    SessionNotActive,
     ToolCallConflict,
 )
-from .expressions import Expr, all_of, status_in
+from .expressions import Expr
 from .ids import MAX_ID_LENGTH, MAX_TOKEN_LENGTH, IdFactory, RandomIds, validate_id, validate_token
 from .models import Session, ToolCallRecord
 from .retry import RetryPolicy
-from .status import Status, allowed, sources
+from .status import Status
 from .wire import install_hooks, item_to_wire, send, to_python
 from .writes import (
-    Change,
+    ATTRIBUTES_MAX_BYTES,
+    EMPTY_MAP_BYTES,
+    TOKEN_CAP,
+    AppendEdit,
+    AttributesEdit,
     CreateSession,
-    Judge,
+    Edit,
     RecordToolCall,
+    SessionWrite,
+    StatusEdit,
     Transition,
-    VersionedWrite,
+    attribute_bytes,
     live,
     tx_attribute,
 )
 
 R = TypeVar("R")
 
+_MAX_HINTS = 10_000  # sessions this instance keeps hints (and settled tokens) for
+_EMPTY_LIST_BYTES = sizing.value_size({"L": []})
 _MAX_TTL_SECONDS = 366 * 86400 * 10  # ten years: anything longer is a units mistake
 #: The widest numbers the metadata item can hold: DynamoDB sizes a number by its significant
 #: digits, so the reserve must use all-nines, not powers of ten (10**20 is 2 bytes, 9...9 is 11).
 _WIDEST_VERSION = int("9" * 20)
 _WIDEST_TTL = int("9" * 11)  # epoch seconds past the year 5000
 _WIDEST_CONTEXT_BYTES = int("9" * 6)  # above MAX_ITEM_BYTES
+_WIDEST_ATTRIBUTE_BYTES = int("9" * len(str(ATTRIBUTES_MAX_BYTES)))
+
+#: Attribute names: a letter, then letters, digits, ``_ . -``; at most 64 characters.
+_ATTRIBUTE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}\Z")
+#: Names that would read like the store's own fields (on the item or on ``Session``), refused
+#: whatever their case so that ``session.attributes["Status"]`` never passes for the status.
+RESERVED_ATTRIBUTE_NAMES = frozenset(
+    name.lower()
+    for name in (
+        *("pk", "sk", "sessionId", "session_id", "version", "status", "owner", "createdAt"),
+        *("created_at", "updatedAt", "updated_at", "ttl", "context", "contextBytes"),
+        *("context_bytes", "createToken", "incarnation", "attrs", "attributes", "attrBytes"),
+        *("attribute_bytes", "tk", "write_tokens"),
+    )
+)
 
 
 class _Hint(NamedTuple):
@@ -62,6 +84,7 @@ class _Hint(NamedTuple):
     ttl: int
     owner: str | None
     incarnation: str
+    tokens: Mapping[str, Any] | None  # ``tk`` as seen: old tokens there are anyone's to remove
 
 
 def _max_metadata_overhead() -> int:
@@ -82,6 +105,10 @@ def _max_metadata_overhead() -> int:
         "createToken": token,
         **{tx_attribute(s): token for s in Status},
         **{schema.ring_slot(i): token for i in range(schema.RING_SIZE)},
+        # a string as long as the largest attributes map is sized the same as that map
+        "attrs": "x" * ATTRIBUTES_MAX_BYTES,
+        "attrBytes": _WIDEST_ATTRIBUTE_BYTES,
+        "tk": {f"{i:02d}".rjust(MAX_TOKEN_LENGTH, "x"): _WIDEST_TTL for i in range(TOKEN_CAP)},
     }
     return sizing.item_size(item_to_wire(widest)) - sizing.value_size({"L": []})
 
@@ -123,6 +150,9 @@ class SessionStore:
         # incarnation), so the first attempt of a read-modify-write can skip the read. A stale
         # hint costs one retry; it never refuses anything by itself.
         self._seen: OrderedDict[str, _Hint] = OrderedDict()
+        # This instance's finished commuting writes per session: their tokens in ``tk`` are
+        # dead, and the next write to the session removes them (``writes.SessionWrite``).
+        self._settled: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         self._seen_lock = threading.Lock()
 
     # ------------------------------------------------------------------ table
@@ -139,11 +169,24 @@ class SessionStore:
         *,
         owner: str | None = None,
         ttl_seconds: int = 86400,
+        attributes: Mapping[str, JSON] | None = None,
     ) -> Session:
+        """Create a session in ``initializing`` (one PutItem, if the id is free).
+
+        ``attributes``: its first attributes (see ``update_attributes``)."""
         session_id = self.ids.session_id() if session_id is None else session_id
         validate_id(session_id, "session_id")
         _validate_owner(owner)
         _validate_ttl(ttl_seconds)
+        attrs = _attribute_texts(attributes, "attributes") if attributes is not None else {}
+        attr_bytes = EMPTY_MAP_BYTES + sum(attribute_bytes(k, v) for k, v in attrs.items())
+        if attr_bytes > ATTRIBUTES_MAX_BYTES:
+            raise ItemTooLarge(
+                EMPTY_MAP_BYTES,
+                attr_bytes - EMPTY_MAP_BYTES,
+                ATTRIBUTES_MAX_BYTES,
+                what="attributes",
+            )
         token = self._token()
         now_ms = self.clock.now_ms()
         stamp = format_timestamp(now_ms)
@@ -159,6 +202,9 @@ class SessionStore:
             "context": [],
             "contextBytes": sizing.value_size({"L": []}),
             "createToken": token,
+            "attrs": attrs,
+            "attrBytes": attr_bytes,
+            "tk": {},
         }
         if owner is not None:
             item["owner"] = owner
@@ -223,20 +269,51 @@ class SessionStore:
         _validate_owner(owner)
         if not isinstance(status, Status):
             raise InvalidInput(f"status must be a Status, not {status!r}")
-        froms = [s.value for s in sources(status)]
+        return self._write(session_id, owner, None, StatusEdit(session_id, status), commutes=False)
 
-        def judge(current: Session) -> Session | None:
-            if current.status is status:
-                return current
-            if not allowed(current.status, status):
-                raise InvalidTransition(session_id, current.status, status)
-            return None
+    # ------------------------------------------------------------------ attributes
 
-        def change(e: Expr) -> tuple[str, str]:
-            cond = status_in(e, froms) if froms else f"attribute_not_exists({e.n('pk')})"
-            return f"{e.n('status')} = {e.v(status.value)}", cond
+    def update_attributes(
+        self,
+        session_id: str,
+        changes: Mapping[str, JSON],
+        *,
+        remove: Sequence[str] = (),
+        expected_version: int | None = None,
+        owner: str | None = None,
+    ) -> Session:
+        """Set ``changes`` and delete the names in ``remove`` among the session's attributes
+        (``Session.attributes``): a small map of JSON values -- a protocol version, client info,
+        a title, counters -- kept on the metadata item, one request; the version goes up by one.
 
-        return self._versioned(session_id, owner, None, change, judge)
+        Names match ``[A-Za-z][A-Za-z0-9_.-]{0,63}`` and are not the store's own field names;
+        values are stored as exact JSON text; all the attributes together take at most
+        ``ATTRIBUTES_MAX_BYTES`` (4 KiB, reserved in ``METADATA_OVERHEAD``): ``ItemTooLarge``
+        otherwise. Any status but ``closed`` (``SessionNotActive``).
+
+        Without ``expected_version`` the change is applied on top of whatever is current (last
+        writer wins per name) and concurrent writers never refuse each other; with it, a
+        different current version raises ``VersionConflict(current=...)``.
+        """
+        validate_id(session_id, "session_id")
+        _validate_owner(owner)
+        _validate_expected(expected_version)
+        texts = _attribute_texts(changes, "changes")
+        if isinstance(remove, str | bytes) or not isinstance(remove, Sequence):
+            raise InvalidInput("remove must be a sequence of attribute names")
+        for name in remove:
+            _validate_attribute_name(name)
+        gone = tuple(dict.fromkeys(remove))
+        if not texts and not gone:
+            raise InvalidInput("changes or remove must name at least one attribute")
+        both = set(texts) & set(gone)
+        if both:
+            raise InvalidInput(f"attributes both changed and removed: {sorted(both)}")
+        added = sum(attribute_bytes(k, v) for k, v in texts.items())
+        if EMPTY_MAP_BYTES + added > ATTRIBUTES_MAX_BYTES:  # could never fit: refuse unsent
+            raise ItemTooLarge(EMPTY_MAP_BYTES, added, ATTRIBUTES_MAX_BYTES, what="attributes")
+        edit = AttributesEdit(session_id, texts, gone, added)
+        return self._write(session_id, owner, expected_version, edit, commutes=True)
 
     # ------------------------------------------------------------------ context
 
@@ -262,43 +339,19 @@ class SessionStore:
             raise InvalidInput("messages must be a list of JSON values")
         if not messages:
             raise InvalidInput("messages must not be empty")
-        if expected_version is not None and (
-            isinstance(expected_version, bool)
-            or not isinstance(expected_version, int)
-            or expected_version < 1
-        ):
-            raise InvalidInput("expected_version must be a positive int")
+        _validate_expected(expected_version)
         encoded = [codec.encode(m, f"messages[{i}]") for i, m in enumerate(messages)]
         added = sum(len(t.encode("utf-8")) + 1 for t in encoded)  # +1: list element overhead
         # The server-side guard is on ``contextBytes`` (the context list's own size) plus a
         # reserve for every other attribute at its widest, so "current" below is that bound.
         budget = self.item_size_limit - METADATA_OVERHEAD
-        empty = sizing.value_size({"L": []})
-        if empty + added > budget:  # would not fit even an empty context: refuse unsent
-            raise ItemTooLarge(METADATA_OVERHEAD + empty, added, self.item_size_limit)
-
-        def judge(current: Session) -> Session | None:
-            if current.status is not Status.ACTIVE:
-                raise SessionNotActive(session_id, current.status)
-            if current.context_bytes + added > budget:
-                raise ItemTooLarge(
-                    METADATA_OVERHEAD + current.context_bytes, added, self.item_size_limit
-                )
-            return None
-
-        def change(e: Expr) -> tuple[str, str]:
-            update = (
-                f"{e.n('context')} = list_append(if_not_exists({e.n('context')}, {e.v([])}), "
-                f"{e.v(encoded)}), {e.n('contextBytes')} = {e.n('contextBytes')} + {e.v(added)}"
-            )
-            cond = all_of(
-                f"{e.n('status')} = {e.v(Status.ACTIVE.value)}",
-                f"{e.n('contextBytes')} <= {e.v(budget - added)}",
-            )
-            return update, cond
-
+        if _EMPTY_LIST_BYTES + added > budget:  # would not fit even an empty context: refuse
+            raise ItemTooLarge(METADATA_OVERHEAD + _EMPTY_LIST_BYTES, added, self.item_size_limit)
+        edit = AppendEdit(
+            session_id, encoded, added, budget, METADATA_OVERHEAD, self.item_size_limit
+        )
         try:
-            return self._versioned(session_id, owner, expected_version, change, judge)
+            return self._write(session_id, owner, expected_version, edit, commutes=True)
         except ItemTooLarge as err:
             if not err.by_engine:
                 raise
@@ -473,41 +526,69 @@ class SessionStore:
 
     # ------------------------------------------------------------------ machinery
 
-    def _versioned(
+    def _write(
         self,
         session_id: str,
         owner: str | None,
         expected: int | None,
-        change: Change,
-        judge: Judge,
+        edit: Edit,
+        *,
+        commutes: bool,
     ) -> Session:
-        """A versioned write (``writes.VersionedWrite``) from the best version known: the
-        caller's, this instance's hint, or -- on a cold instance -- one read."""
+        """A write to the metadata item (``writes.SessionWrite``). A commuting edit without
+        ``expected`` needs no version; otherwise the first attempt is pinned to the caller's
+        version, this instance's hint, or -- on a cold instance -- one read."""
         token = self._token()
+        seen = self._hint(session_id, owner)
+        version: int | None
         if expected is not None:
             version = expected
+        elif commutes:
+            version = None  # no version needed
+        elif seen is not None:
+            version = seen.version
         else:
-            hint = self._hint(session_id, owner)
-            if hint is not None:
-                version = hint.version
-            else:
-                current = self.get_session(session_id, owner=owner)
-                done = judge(current)
-                if done is not None:
-                    return done
-                version = current.version
-        plan = VersionedWrite(
+            current = self.get_session(session_id, owner=owner)
+            done = edit.judge(current)
+            if done is not None:
+                return done
+            version = current.version
+        with self._seen_lock:
+            settled = self._settled.get(session_id, ())
+        plan = SessionWrite(
             self.table_name,
             session_id,
             owner,
             token,
-            version,
-            expected,
-            change,
-            judge,
+            edit,
             self._remember,
+            commutes=commutes,
+            version=version,
+            expected=expected,
+            seen_tokens=seen.tokens if seen is not None else None,
+            settled=settled,
         )
-        return self._drive(plan, f"write to session {session_id!r}")
+        try:
+            return self._drive(plan, f"write to session {session_id!r}")
+        finally:
+            if plan.named or plan.removed:
+                self._settle(session_id, token if plan.named else None, plan.removed)
+
+    def _settle(self, session_id: str, token: str | None, removed: tuple[str, ...]) -> None:
+        """A write to ``session_id`` has ended: its token (if it named one in ``tk``) is dead;
+        the tokens its landed attempt removed are gone."""
+        with self._seen_lock:
+            tokens = [t for t in self._settled.get(session_id, ()) if t not in removed]
+            if token is not None:
+                tokens.append(token)
+            if tokens:
+                # Past the cap the oldest are forgotten: the horizon removes them in time.
+                self._settled[session_id] = tuple(tokens[-TOKEN_CAP:])
+                self._settled.move_to_end(session_id)
+                while len(self._settled) > _MAX_HINTS:
+                    self._settled.popitem(last=False)
+            else:
+                self._settled.pop(session_id, None)
 
     def _drive(self, plan: Plan[R], what: str) -> R:
         return drive(plan, self._call, self.clock, self.retry, what)
@@ -520,7 +601,12 @@ class SessionStore:
 
     def _remember(self, session: Session) -> None:
         hint = _Hint(
-            session.version, session.context_bytes, session.ttl, session.owner, session.incarnation
+            session.version,
+            session.context_bytes,
+            session.ttl,
+            session.owner,
+            session.incarnation,
+            session.write_tokens,
         )
         with self._seen_lock:
             old = self._seen.get(session.session_id)
@@ -529,7 +615,7 @@ class SessionStore:
             if old is None or old.incarnation != hint.incarnation or old.version <= hint.version:
                 self._seen[session.session_id] = hint
             self._seen.move_to_end(session.session_id)
-            while len(self._seen) > 10_000:
+            while len(self._seen) > _MAX_HINTS:
                 self._seen.popitem(last=False)
 
     def _hint(self, session_id: str, owner: str | None) -> _Hint | None:
@@ -553,3 +639,32 @@ def _validate_ttl(ttl_seconds: object) -> None:
 def _validate_owner(owner: object) -> None:
     if owner is not None:
         validate_id(owner, "owner")
+
+
+def _validate_expected(expected_version: object) -> None:
+    if expected_version is not None and (
+        isinstance(expected_version, bool)
+        or not isinstance(expected_version, int)
+        or expected_version < 1
+    ):
+        raise InvalidInput("expected_version must be a positive int")
+
+
+def _validate_attribute_name(name: object) -> str:
+    if not isinstance(name, str) or _ATTRIBUTE_NAME.match(name) is None:
+        raise InvalidInput(
+            f"attribute names must match [A-Za-z][A-Za-z0-9_.-]{{0,63}}, got {name!r:.80}"
+        )
+    if name.lower() in RESERVED_ATTRIBUTE_NAMES:
+        raise InvalidInput(f"attribute name {name!r} is one of the store's own fields")
+    return name
+
+
+def _attribute_texts(values: object, what: str) -> dict[str, str]:
+    """Validated names -> exact JSON text of each value."""
+    if not isinstance(values, Mapping):
+        raise InvalidInput(f"{what} must be a mapping of attribute names to JSON values")
+    return {
+        _validate_attribute_name(name): codec.encode(value, f"{what}[{name!r}]")
+        for name, value in values.items()
+    }

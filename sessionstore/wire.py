@@ -21,6 +21,7 @@ context variable), not in a thread-local, so it is right for threads and asyncio
 from __future__ import annotations
 
 from contextvars import ContextVar
+from decimal import Decimal
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
@@ -98,6 +99,10 @@ def value_from_wire(value: dict[str, Any]) -> Any:
         return value["S"]
     if "L" in value:
         return [value_from_wire(v) for v in value["L"]]
+    if "M" in value:
+        return {k: value_from_wire(v) for k, v in value["M"].items()}
+    if "N" in value:
+        return Decimal(value["N"])
     return _DESER.deserialize(value)  # type: ignore[arg-type]
 
 

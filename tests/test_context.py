@@ -10,6 +10,7 @@ from botocore.exceptions import ClientError
 import sessionstore as ss
 from sessionstore import sizing
 from sessionstore.store import METADATA_OVERHEAD
+from sessionstore.writes import ATTRIBUTES_MAX_BYTES, TOKEN_CAP, TOKEN_HORIZON_S
 from sessionstore.testing import Fault, FaultInjector, RequestLog, source_design
 
 from .conftest import scan
@@ -42,7 +43,7 @@ def test_expected_version_conflict_carries_the_current_session(
     assert err.value.current.context == ("first",)
 
 
-def test_without_expected_version_conflicts_are_retried_in_one_request_each(
+def test_without_expected_version_appends_commute_one_request_each(
     client: Any,
     table: str,
     clock: ss.ManualClock,
@@ -50,12 +51,77 @@ def test_without_expected_version_conflicts_are_retried_in_one_request_each(
     active: ss.Session,
     requests: RequestLog,
 ) -> None:
+    """Issue 12: another writer's version bump is no conflict for an append that did not ask
+    for a version -- and a cold instance needs no read first."""
     other = ss.SessionStore(client, table, clock=clock)
-    other.append_context(active.session_id, ["theirs"], owner="alice")  # cold: read + write
+    theirs = other.append_context(active.session_id, ["theirs"], owner="alice")
+    assert requests.counts() == {"UpdateItem": 1}
     requests.reset()
-    mine = store.append_context(active.session_id, ["mine"], owner="alice")
-    assert requests.counts() == {"UpdateItem": 2}
+    mine = store.append_context(active.session_id, ["mine"], owner="alice")  # stale hint
+    assert requests.counts() == {"UpdateItem": 1}
     assert mine.context == ("theirs", "mine")
+    assert (theirs.version, mine.version) == (active.version + 1, active.version + 2)
+
+
+def test_append_tokens_stay_bounded_and_are_cleaned(
+    client: Any, table: str, clock: ss.ManualClock, store: ss.SessionStore, active: ss.Session
+) -> None:
+    """Each append names its token in ``tk``; the instance's next write removes its finished
+    ones, and tokens past the horizon are anyone's to remove."""
+    sid = active.session_id
+    for n in range(5):
+        store.append_context(sid, [n], owner="alice")
+    assert set(_raw_meta(client, table, sid)["tk"]["M"]) == {"t-0007"}  # only the last one
+    writers = [
+        ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds(f"w{i}")) for i in range(3)
+    ]
+    for w in writers:
+        w.append_context(sid, ["x"], owner="alice")  # three instances that never come back
+    assert len(_raw_meta(client, table, sid)["tk"]["M"]) == 4
+    clock.advance(seconds=TOKEN_HORIZON_S + 1)
+    store.append_context(sid, ["late"], owner="alice")
+    store.append_context(sid, ["later"], owner="alice")  # saw them old in the last ALL_NEW
+    assert len(_raw_meta(client, table, sid)["tk"]["M"]) == 1
+
+
+def test_a_full_token_map_falls_back_to_a_pinned_write(
+    client: Any, table: str, clock: ss.ManualClock, active: ss.Session, requests: RequestLog
+) -> None:
+    """TOKEN_CAP live tokens of instances that never came back: the append is pinned to the
+    version (its token in the ring) instead of refused; nothing is lost or doubled."""
+    sid = active.session_id
+    for i in range(TOKEN_CAP):
+        ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds(f"w{i}")).append_context(
+            sid, [i], owner="alice"
+        )
+    assert len(_raw_meta(client, table, sid)["tk"]["M"]) == TOKEN_CAP
+    late = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds("late"))
+    requests.reset()
+    result = late.append_context(sid, ["late"], owner="alice")
+    assert requests.counts() == {"UpdateItem": 2}  # refused by the cap, then pinned
+    assert list(result.context) == [*range(TOKEN_CAP), "late"]
+    assert result.version == active.version + TOKEN_CAP + 1
+    assert len(_raw_meta(client, table, sid)["tk"]["M"]) == TOKEN_CAP
+
+
+def test_an_item_from_before_the_token_map_still_takes_appends(
+    client: Any, table: str, clock: ss.ManualClock, store: ss.SessionStore, active: ss.Session
+) -> None:
+    sid = active.session_id
+    client.update_item(
+        TableName=table,
+        Key={"pk": {"S": f"session#{sid}"}, "sk": {"S": "metadata"}},
+        UpdateExpression="REMOVE tk, attrs, attrBytes",
+    )
+    cold = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds("c"))
+    first = cold.append_context(sid, ["a"], owner="alice")  # refused, then pinned: map created
+    second = cold.append_context(sid, ["b"], owner="alice")  # commutes again
+    assert (first.version, second.version) == (active.version + 1, active.version + 2)
+    assert list(second.context) == ["a", "b"]
+    assert set(_raw_meta(client, table, sid)["tk"]["M"]) == {"ct-0002"}
+    updated = cold.update_attributes(sid, {"title": "old item"}, owner="alice")
+    assert dict(updated.attributes) == {"title": "old item"}
+    assert updated.version == active.version + 3
 
 
 @pytest.mark.parametrize("status", ["initializing", "closing", "closed"])
@@ -198,7 +264,7 @@ def test_item_too_large_is_refused_by_the_condition_and_writes_nothing(
 def test_item_too_large_from_another_instance_is_caught_by_the_condition(
     client: Any, table: str, clock: ss.ManualClock, requests: RequestLog
 ) -> None:
-    limit = 20_000
+    limit = METADATA_OVERHEAD + 17_000  # room for four 4 KB messages, not five
     writer = ss.SessionStore(client, table, clock=clock, item_size_limit=limit)
     sid = writer.activate(writer.create_session().session_id).session_id
     stale = ss.SessionStore(client, table, clock=clock, item_size_limit=limit)
@@ -234,7 +300,8 @@ def test_largest_context_that_fits(client: Any, table: str, clock: ss.ManualCloc
     assert store.item_size_limit == limit
     budget = limit - METADATA_OVERHEAD
     print(f"reserve for metadata attributes: {METADATA_OVERHEAD} B; context budget {budget} B")
-    assert 0 < METADATA_OVERHEAD < 2_000
+    # ids, stamps, tokens (ring and map) about 3 KB, and the session's attributes (4 KiB)
+    assert ATTRIBUTES_MAX_BYTES < METADATA_OVERHEAD < ATTRIBUTES_MAX_BYTES + 3_500
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ import sessionstore as ss
 from sessionstore import schema, sizing, wire
 from sessionstore.retry import RetryPolicy
 from sessionstore.testing import Fault, FaultInjector, RequestLog
+from sessionstore.writes import ATTRIBUTES_MAX_BYTES, TOKEN_CAP
 
 from .conftest import scan
 
@@ -91,7 +92,7 @@ def test_record_that_ran_out_of_attempts_raises_unavailable_not_assertion_error(
     assert [r.tool_call_id for r in store.tool_calls(sid)] == ["c1"]
 
 
-def test_append_whose_last_attempt_was_lost_is_not_reported_as_a_conflict(
+def test_pinned_write_whose_last_attempt_was_lost_is_not_reported_as_a_conflict(
     engine: Any, table: str, clock: ss.ManualClock
 ) -> None:
     store = _store(engine, table, clock, attempts=2)
@@ -102,15 +103,16 @@ def test_append_whose_last_attempt_was_lost_is_not_reported_as_a_conflict(
         FaultInjector(store.client, script=[None, Fault.LOST_RESPONSE], operations=["UpdateItem"]),
         pytest.raises(ss.Unavailable) as caught,
     ):
-        store.append_context(sid, ["mine"])
-    # Before: ConflictRetriesExhausted, and a caller retrying on it appended "mine" twice.
+        store.update_status(sid, ss.Status.CLOSING)
+    # Before: ConflictRetriesExhausted, and a caller retrying on it could apply twice.
     assert not isinstance(caught.value, ss.ConflictRetriesExhausted)
     assert caught.value.maybe_applied
-    assert list(store.get_session(sid).context) == ["rival", "mine"]
+    assert store.get_session(sid).status is ss.Status.CLOSING
 
 
+@pytest.mark.parametrize("operation", ["update_status", "append with expected_version"])
 def test_conflict_retries_exhausted_only_when_every_attempt_was_refused(
-    engine: Any, table: str, clock: ss.ManualClock
+    engine: Any, table: str, clock: ss.ManualClock, operation: str
 ) -> None:
     store = _store(engine, table, clock, attempts=3)
     sid = store.activate(store.create_session().session_id).session_id
@@ -119,15 +121,54 @@ def test_conflict_retries_exhausted_only_when_every_attempt_was_refused(
     def rival_first(**_: Any) -> None:  # a rival write lands before every attempt of ours
         rival.append_context(sid, ["rival"])
 
+    def ours() -> Any:
+        if operation == "update_status":
+            return store.update_status(sid, ss.Status.CLOSING)
+        return store.append_context(sid, ["mine"], expected_version=2)
+
     store.client.meta.events.register("before-send.dynamodb.UpdateItem", rival_first)
-    with RequestLog(store.client) as log, pytest.raises(ss.ConflictRetriesExhausted) as caught:
-        store.append_context(sid, ["mine"])
-    store.client.meta.events.unregister("before-send.dynamodb.UpdateItem", rival_first)
-    assert caught.value.attempts == 3
-    assert caught.value.expected < caught.value.current.version
-    assert log.counts() == {"UpdateItem": 3}  # the current item came from ALL_OLD, no re-read
-    assert caught.value.current.version == store.get_session(sid).version
-    assert "mine" not in list(store.get_session(sid).context)
+    try:
+        with RequestLog(store.client) as log, pytest.raises(ss.VersionConflict) as caught:
+            ours()
+    finally:
+        store.client.meta.events.unregister("before-send.dynamodb.UpdateItem", rival_first)
+    now = store.get_session(sid)
+    if operation == "update_status":
+        assert isinstance(caught.value, ss.ConflictRetriesExhausted)
+        assert caught.value.attempts == 3
+        assert caught.value.expected < caught.value.current.version
+        assert log.counts() == {"UpdateItem": 3}  # the current item came from ALL_OLD
+        assert now.status is ss.Status.ACTIVE
+    else:  # the caller asked for version 2: no retry
+        assert not isinstance(caught.value, ss.ConflictRetriesExhausted)
+        assert log.counts() == {"UpdateItem": 1}
+        assert "mine" not in list(now.context)
+    assert caught.value.current.version == now.version
+
+
+def test_append_without_expected_version_is_not_refused_by_rival_writes(
+    engine: Any, table: str, clock: ss.ManualClock
+) -> None:
+    """Issue 12: the rival's writes before our attempt no longer refuse it."""
+    store = _store(engine, table, clock, attempts=3)
+    sid = store.activate(store.create_session().session_id).session_id
+    rival = ss.SessionStore(ss.connect(engine.endpoint_url), table, clock=clock)
+
+    def rival_first(**_: Any) -> None:
+        rival.append_context(sid, ["rival"])
+        rival.update_attributes(sid, {"rival": True})
+
+    store.client.meta.events.register("before-send.dynamodb.UpdateItem", rival_first)
+    try:
+        with RequestLog(store.client) as log:
+            appended = store.append_context(sid, ["mine"])
+            updated = store.update_attributes(sid, {"mine": 1})
+    finally:
+        store.client.meta.events.unregister("before-send.dynamodb.UpdateItem", rival_first)
+    assert log.counts() == {"UpdateItem": 2}
+    assert list(appended.context) == ["rival", "mine"]
+    assert dict(updated.attributes) == {"rival": True, "mine": 1}
+    assert updated.version == 2 + 4 + 2  # before each of ours, two rival writes; one each
 
 
 # ------------------------------------------------ 2. a version hint that outlived its session
@@ -331,12 +372,15 @@ def test_widest_metadata_item_stays_within_the_limit(
     client: Any, table: str, clock: ss.ManualClock
 ) -> None:
     """The reserve used to be computed with 10**20 (2 bytes as a DynamoDB number) and 32-char
-    tokens; a 64-character token factory then stored a 20,351 B item under a 20,000 B limit."""
-    limit = 20_000
+    tokens; a 64-character token factory then stored a 20,351 B item under a 20,000 B limit.
+    Now also: the attributes at their limit and a full token map of 64-character tokens."""
+    limit = ss.METADATA_OVERHEAD + 24_000
     sid, owner = "s" * 128, "o" * 128
 
-    def store() -> ss.SessionStore:  # a new instance: no hint of the numbers set by hand
-        return ss.SessionStore(client, table, clock=clock, ids=_LongTokens(), item_size_limit=limit)
+    def store(prefix: str = "") -> ss.SessionStore:  # a new instance: no hint of the numbers
+        return ss.SessionStore(
+            client, table, clock=clock, ids=_LongTokens(prefix), item_size_limit=limit
+        )
 
     store().create_session(sid, owner=owner, ttl_seconds=316_224_000)
     # A long-lived session: version and ttl with many significant digits.
@@ -349,9 +393,18 @@ def test_widest_metadata_item_stays_within_the_limit(
     )
     writer = store()
     writer.activate(sid, owner=owner)
-    for n in range(100):  # fills all 16 ring slots with 64-character tokens, then the context
+    # attributes up to their limit: 3 + 16 x (4 + 250 + 1) = 4,083 B
+    filled = writer.update_attributes(sid, {f"a{i:03d}": "v" * 248 for i in range(16)}, owner=owner)
+    assert filled.attribute_bytes == 4_083 <= ATTRIBUTES_MAX_BYTES
+    # a full token map: TOKEN_CAP instances that append once and never come back
+    for i in range(TOKEN_CAP):
+        store(f"{i:02d}").append_context(sid, [f"{i:03d}" + "m" * 600], owner=owner)
+    version = writer.get_session(sid, owner=owner).version
+    for n in range(100):  # pinned appends fill the 16 ring slots, then the context
         try:
-            writer.append_context(sid, [f"{n:03d}" + "m" * 600], owner=owner)
+            version = writer.append_context(
+                sid, [f"{n:03d}" + "m" * 600], owner=owner, expected_version=version
+            ).version
         except ss.ItemTooLarge:
             break
     else:
@@ -361,6 +414,7 @@ def test_widest_metadata_item_stays_within_the_limit(
     raw = client.get_item(TableName=table, Key=schema.meta_key(sid), ConsistentRead=True)["Item"]
     assert sum(1 for k in raw if k.startswith("w")) == schema.RING_SIZE
     assert {k for k in raw if k.startswith("tx_")} == {"tx_active", "tx_closing", "tx_closed"}
+    assert len(raw["tk"]["M"]) == TOKEN_CAP
     assert sizing.item_size(raw) <= limit
     assert limit - sizing.item_size(raw) < 1_000  # and the reserve is not wildly generous
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -35,9 +36,13 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import sessionstore as ss
+from sessionstore import codec
+from sessionstore.codec import decode
 from sessionstore.local import LocalDynamoDB
 from sessionstore.retry import RetryPolicy
+from sessionstore.store import RESERVED_ATTRIBUTE_NAMES
 from sessionstore.testing import RequestLog
+from sessionstore.writes import ATTRIBUTES_MAX_BYTES, attributes_size
 
 from .conftest import scan
 
@@ -609,6 +614,141 @@ def test_append_context(env: Env) -> None:
     run()
     env.audit_table()
     env.report("append_context", started)
+
+
+_attr_names = st.from_regex(r"[A-Za-z][A-Za-z0-9_.-]{0,63}", fullmatch=True).filter(
+    lambda n: n.lower() not in RESERVED_ATTRIBUTE_NAMES
+)
+_attr_names_few = st.sampled_from(["title", "n", "client.info", "proto-v", "x_1"])
+_attr_names_hostile: st.SearchStrategy[Any] = st.one_of(
+    hostile_ids,
+    st.sampled_from(["status", "Version", "TTL", "attrs", "tk", "owner", "context"]),
+    st.text(VISIBLE, min_size=65, max_size=80),
+    st.sampled_from(["1a", "_a", ".a", "a b", "a#b", "a:b", "é", ""]),
+)
+
+
+def _attr_name_ok(name: Any) -> bool:
+    return (
+        isinstance(name, str)
+        and re.fullmatch(r"[A-Za-z][A-Za-z0-9_.-]{0,63}", name) is not None
+        and name.lower() not in RESERVED_ATTRIBUTE_NAMES
+    )
+
+
+def test_update_attributes(env: Env) -> None:
+    started = time.monotonic()
+    current = [env.fresh("alice")]
+    closed = env.fresh("alice")
+    for step in (env.store.begin_close, env.store.close):
+        env.sessions[closed] = step(closed, owner="alice")
+    names = st.one_of(_attr_names_few, _attr_names_few, _attr_names)
+
+    @HOSTILE
+    @given(
+        calls(
+            {
+                "session_id": st.one_of(
+                    st.just("<current>"), st.just("<current>"), st.just(closed), valid_ids
+                ),
+                "changes": st.dictionaries(names, json_values, max_size=3),
+                "remove": st.lists(_attr_names_few, max_size=2),
+                "expected_version": st.one_of(
+                    st.none(), st.none(), st.just("<current>"), st.integers(1, 5)
+                ),
+                "owner": st.one_of(st.just("alice"), st.just("alice"), _owners()),
+            },
+            {
+                "session_id": hostile_ids,
+                "changes": st.one_of(
+                    st.dictionaries(
+                        _attr_names_hostile.filter(lambda k: not isinstance(k, list)),
+                        json_values,
+                        min_size=1,
+                        max_size=2,
+                    ),
+                    st.dictionaries(names, hostile_values, min_size=1, max_size=2),
+                    st.lists(st.tuples(names, json_values), max_size=2),
+                    st.text(max_size=4),
+                    st.none(),
+                    st.integers(),
+                    st.builds(lambda n: {"big": "x" * n}, st.sampled_from([4_100, 50_000])),
+                ),
+                "remove": st.one_of(
+                    st.lists(_attr_names_hostile, min_size=1, max_size=2),
+                    st.text(min_size=1, max_size=4),
+                    st.binary(max_size=3),
+                    st.none(),
+                    st.integers(),
+                ),
+                "expected_version": st.one_of(
+                    st.integers(max_value=0), st.booleans(), st.floats(), st.text(max_size=3)
+                ),
+                "owner": hostile_ids,
+            },
+        )
+    )
+    def run(args: dict[str, Any]) -> None:
+        sid = current[-1] if args["session_id"] == "<current>" else args["session_id"]
+        changes, remove, owner = args["changes"], args["remove"], args["owner"]
+        expected = args["expected_version"]
+        if expected == "<current>":
+            expected = env.sessions[sid].version if _id_ok(sid) and sid in env.sessions else 1
+        session, err = _run(
+            env,
+            lambda: env.store.update_attributes(
+                sid, changes, remove=remove, expected_version=expected, owner=owner
+            ),
+        )
+        valid = (
+            _id_ok(sid)
+            and (owner is None or _id_ok(owner))
+            and isinstance(changes, dict)
+            and all(_attr_name_ok(k) and _json_ok(v) for k, v in changes.items())
+            and isinstance(remove, list | tuple)
+            and all(_attr_name_ok(n) for n in remove)
+            and bool(changes or remove)
+            and not set(changes) & set(remove)
+            and (expected is None or (type(expected) is int and expected >= 1))
+        )
+        if not valid:
+            assert isinstance(err, ss.InvalidInput | ss.ItemTooLarge), (args, err)
+            assert env.requests.count == 0, args
+            env.note("refused")
+            return
+        before = env.sessions.get(sid)
+        if before is None or before.owner != owner:
+            assert isinstance(err, ss.SessionNotFound | ss.ItemTooLarge), (args, err)
+            env.unchanged(sid)
+            env.note("not found")
+            return
+        after = {k: v for k, v in before.attributes.raw.items() if k not in remove}
+        after.update({k: codec.encode(v) for k, v in changes.items()})
+        if before.status is S.CLOSED:
+            assert isinstance(err, ss.SessionNotActive | ss.ItemTooLarge), (args, err)
+            env.unchanged(sid)
+            env.note("closed")
+        elif expected is not None and expected != before.version:
+            assert isinstance(err, ss.VersionConflict | ss.ItemTooLarge), (args, err)
+            env.unchanged(sid)
+            env.note("version conflict")
+        elif attributes_size(after) > ATTRIBUTES_MAX_BYTES:
+            assert isinstance(err, ss.ItemTooLarge), (args, err)
+            env.unchanged(sid)
+            env.note("too large")
+        else:
+            assert err is None, (args, err)
+            assert session.version == before.version + 1
+            assert set(session.attributes) == set(after)
+            assert all(same(session.attributes[k], decode(v)) for k, v in after.items())
+            env.sessions[sid] = session
+            env.note("round trip")
+            if len(after) > 12:  # keep the map small: start a new session
+                current.append(env.fresh("alice"))
+
+    run()
+    env.audit_table()
+    env.report("update_attributes", started)
 
 
 def test_record_tool_call(env: Env) -> None:

@@ -43,6 +43,11 @@ ENTRY_POINTS: list[tuple[str, Call]] = [
         "append_context:expected_version",
         lambda st, sid, o: st.append_context(sid, ["hi"], owner=o, expected_version=2),
     ),
+    ("update_attributes", lambda st, sid, o: st.update_attributes(sid, {"a": 1}, owner=o)),
+    (
+        "update_attributes:remove+expected_version",
+        lambda st, sid, o: st.update_attributes(sid, {}, remove=["a"], owner=o, expected_version=2),
+    ),
     (
         "record_tool_call",
         lambda st, sid, o: st.record_tool_call(sid, "call-1", "search", {"q": 1}, [1], 5, owner=o),

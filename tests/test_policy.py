@@ -127,6 +127,10 @@ def _exercise(client: Any, table: str, tenant: str) -> None:
     cold = ss.SessionStore(client, table, clock=clock, ids=TenantIds(tenant))
     cold.append_context(sid, ["c"], owner="alice")  # reads first
     cold.update_status(sid, ss.Status.ACTIVE, owner="alice")
+    store.update_attributes(sid, {"title": "t"}, owner="alice")
+    with pytest.raises(ss.VersionConflict):
+        store.update_attributes(sid, {}, remove=["title"], owner="alice", expected_version=1)
+    cold.update_attributes(sid, {"n": 1}, remove=["title"], owner="alice")
     store.record_tool_call(sid, "t1", "search", {"q": 1}, [1], 3, owner="alice")
     store.record_tool_call(sid, "t1", "search", {"q": 1}, [1], 3, owner="alice")  # replay
     with pytest.raises(ss.ToolCallConflict):
