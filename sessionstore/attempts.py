@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
 from .clock import Clock
-from .errors import SessionStoreError, Unavailable
+from .errors import DynamoDBError, SessionStoreError, Unavailable
 from .retry import RetryPolicy
 from .wire import Cancelled, ConditionFailed, Contended, Refused
 
@@ -93,7 +93,12 @@ class Driver(Generic[R]):
         if isinstance(failure, Refused) and failure.ambiguous:
             self._maybe_landed()
         if isinstance(failure, ConditionFailed | Cancelled):
-            verdict = self.plan.refused(failure, now_ms)
+            try:
+                verdict = self.plan.refused(failure, now_ms)
+            except DynamoDBError as exc:  # unexplained: cannot rule out an earlier landing
+                if self.uncertain:
+                    raise self.unknown(str(exc)) from exc
+                raise
             if isinstance(verdict, Retry):
                 self.uncertain = False  # the plan proved no earlier attempt landed
                 self.last = "conflict"
@@ -153,6 +158,10 @@ def drive(
             result = send(plan.operation, plan.request(now_ms))
         except (Refused, Unavailable) as exc:
             failure = exc
+        except SessionStoreError as exc:  # e.g. refused as too large, an unexpected code
+            if driver.uncertain:  # ...after an attempt that may have landed: say so
+                raise driver.unknown(str(exc)) from exc
+            raise
         # Interpreted outside the ``except``: a typed error must not arrive chained to an
         # internal exception the caller never raised.
         verdict = driver.outcome(result, failure, now_ms)

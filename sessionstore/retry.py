@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .errors import InvalidInput
+
 
 @dataclass
 class RetryPolicy:
@@ -20,6 +22,16 @@ class RetryPolicy:
     max_delay: float = 0.5
     sleep: Callable[[float], None] = time.sleep
     rng: random.Random = field(default_factory=random.Random)
+
+    def __post_init__(self) -> None:
+        if (
+            isinstance(self.max_attempts, bool)
+            or not isinstance(self.max_attempts, int)
+            or self.max_attempts < 1
+        ):
+            raise InvalidInput(f"max_attempts must be an int >= 1, got {self.max_attempts!r}")
+        if not 0 <= self.base_delay <= self.max_delay:
+            raise InvalidInput("delays must satisfy 0 <= base_delay <= max_delay")
 
     def delay(self, attempt: int) -> float:
         return self.rng.uniform(0, min(self.max_delay, self.base_delay * 2**attempt))

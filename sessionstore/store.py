@@ -403,12 +403,11 @@ class SessionStore:
         input_text = codec.encode(input, "input")
         output_text = codec.encode(output, "output")
         now_ms = self.clock.now_ms()
-        check_ttl = False
+        check_ttl = ttl_seconds is None  # the record's ttl is the session's: compare it
         if ttl_seconds is not None:
             ttl = now_ms // 1000 + ttl_seconds
         else:
             seen = self._hint(session_id, owner)
-            check_ttl = seen is not None
             ttl = seen.ttl if seen else self.get_session(session_id, owner=owner).ttl
         recorded_at = format_timestamp(now_ms)
         record_sk = schema.tool_sk(recorded_at, tool_call_id)

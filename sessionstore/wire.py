@@ -27,9 +27,10 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import (
     ClientError,
-    ConnectionClosedError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
     HTTPClientError,
-    ReadTimeoutError,
+    ProxyConnectionError,
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
@@ -47,6 +48,8 @@ _CONTENTION_REASONS = frozenset(
     {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
 )
 _READS = frozenset({"get_item", "query"})
+#: Failures that prove the request never reached DynamoDB.
+_NEVER_SENT = (EndpointConnectionError, ConnectTimeoutError, ProxyConnectionError)
 _CONTEXT_KEY = "sessionstore.attempt"
 
 
@@ -75,13 +78,22 @@ def watch_attempt(
     request_dict: dict[str, Any] | None = None,
     **_: Any,
 ) -> None:
-    """``needs-retry`` hook: mark an attempt that may have been applied although no answer came
-    back (a read timeout, a dropped connection, a 5xx)."""
+    """``needs-retry`` hook: mark an attempt that may have been applied without our learning so.
+
+    Every attempt counts as possibly applied unless it provably never reached DynamoDB (no
+    connection was made) or DynamoDB answered with an error of its own (a 4xx: refused, nothing
+    written). So a read timeout, a dropped connection, an SSL error while reading the answer, a
+    5xx, and a 2xx that botocore retries anyway (its CRC32 check failed) all count.
+    """
     attempt = ((request_dict or {}).get("context") or {}).get(_CONTEXT_KEY)
     if attempt is None:
         return
+    if caught_exception is not None:
+        if not isinstance(caught_exception, _NEVER_SENT):
+            attempt.ambiguous = True
+        return
     status = response[0].status_code if response and response[0] is not None else 0
-    if isinstance(caught_exception, ReadTimeoutError | ConnectionClosedError) or status >= 500:
+    if not 400 <= status < 500:
         attempt.ambiguous = True
 
 
@@ -180,10 +192,12 @@ def send(
         if code == "TransactionCanceledException":
             reasons = response.get("CancellationReasons", [])
             codes = {r.get("Code") for r in reasons} - {"None", None}
+            if codes & _CONTENTION_REASONS:
+                # An action refused for contention was never evaluated: its item (a guard, a
+                # claim) may well be there, so the other reasons cannot be explained yet.
+                raise Contended(f"{code} {sorted(codes)}", attempt.ambiguous) from exc
             if "ConditionalCheckFailed" in codes:
                 raise Cancelled(reasons, attempt.ambiguous) from exc
-            if codes and codes <= _CONTENTION_REASONS:
-                raise Contended(f"{code} {sorted(codes)}", attempt.ambiguous) from exc
             if any("size" in str(r.get("Message", "")).lower() for r in reasons):
                 raise ItemTooLarge(0, 0, item_size_limit, by_engine=True) from exc
             raise DynamoDBError(code, message, reasons) from exc

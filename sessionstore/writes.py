@@ -87,8 +87,8 @@ def ring(item: dict[str, Any]) -> set[str]:
 
 
 def _unreachable(what: str, attempts: int) -> SessionStoreError:
-    # Plans that never return RETRY from ``refused`` only run out on faults, which the driver
-    # reports itself; this stays typed all the same.
+    # Plans whose only RETRY is a corrected ttl (records) or none at all run out on faults and
+    # contention, which the driver reports itself; this stays typed all the same.
     return Unavailable(f"{what}: gave up after {attempts} attempts", maybe_applied=False)
 
 
@@ -627,8 +627,10 @@ class RecordToolCall:
     """Guard + record in one transaction, checked against the live, active session.
 
     1. ConditionCheck on the metadata item: exists, not expired, owner, status ``active`` --
-       and, when the record's ttl came from this instance's hint, ``ttl`` equal to it, so a
-       stale hint costs a retry instead of a record that expires with another session;
+       and ``ttl`` equal to the record's when that came from the session (a hint or a read can
+       be another incarnation's: a mismatch costs a retry, never a record that expires with
+       another session), or at least the record's when ``ttl_seconds`` chose it (a record
+       never outlives its session: a longer one is cut to the session's, at one retry);
     2. Put of the guard ``toolid#<id>`` unless a live one is there -- the idempotency key.
        An expired guard may be replaced: TTL deletes items one at a time, so the guard can
        outlive its record, and once the record's time is up the id is free again;
@@ -667,8 +669,8 @@ class RecordToolCall:
             live_session(e, owner=self.owner, now_s=now_s),
             f"{e.n('status')} = {e.v(Status.ACTIVE.value)}",
         ]
-        if self.check_ttl:
-            conditions.append(f"{e.n('ttl')} = {e.v(self.ttl)}")
+        comparison = "=" if self.check_ttl else ">="
+        conditions.append(f"{e.n('ttl')} {comparison} {e.v(self.ttl)}")
         g = Expr()
         absent = Expr()
         return {
@@ -724,9 +726,16 @@ class RecordToolCall:
             self.remember(current)
             if current.status is not Status.ACTIVE:
                 raise SessionNotActive(self.session_id, current.status)
-            if self.check_ttl and current.ttl != self.ttl:
-                self.ttl = current.ttl  # the hint was another incarnation's
+            if current.ttl != self.ttl and (self.check_ttl or current.ttl < self.ttl):
+                self.ttl = current.ttl  # another incarnation's, or longer than the session
                 return RETRY
+        if failure.failed(2):
+            # Our record's own key is taken: an earlier attempt of ours landed (its guard has
+            # expired since, so only the record said so). Read it back like a recorded call.
+            return Recorded(
+                self.record,
+                {"recordSk": self.record["sk"]["S"], "fingerprint": self.guard["fingerprint"]["S"]},
+            )
         raise DynamoDBError("TransactionCanceledException", str(failure.reasons))
 
     def maybe_landed(self) -> None:

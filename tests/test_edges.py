@@ -6,6 +6,7 @@ injected fault reaches the store's own attempt driver directly and a test needs 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -499,5 +500,231 @@ def test_watch_attempt_marks_only_its_own_request() -> None:
         caught_exception=ReadTimeoutError(endpoint_url="http://127.0.0.1"),
         request_dict={"context": {"sessionstore.attempt": first}},
     )
-    wire.watch_attempt(response=None, request_dict={"context": {"sessionstore.attempt": second}})
+
+    class Refused:
+        status_code = 400  # DynamoDB's own error: nothing written
+
+    wire.watch_attempt(
+        response=(Refused(), {}), request_dict={"context": {"sessionstore.attempt": second}}
+    )
     assert (first.ambiguous, second.ambiguous) == (True, False)
+
+
+# ------------------------------------------------ found by review: more ways to land unseen
+
+
+class _Raw:
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def stream(self, *_a: Any, **_k: Any) -> Any:
+        yield self._body
+
+
+def _error(request: Any, code: str, **fields: Any) -> Any:
+    from botocore.awsrequest import AWSResponse
+
+    body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", **fields}).encode()
+    headers = {"Content-Type": "application/x-amz-json-1.0"}
+    return AWSResponse(request.url, 400, headers, _Raw(body))
+
+
+def test_ssl_error_after_the_write_landed_is_maybe_applied(
+    engine: Any, table: str, clock: ss.ManualClock
+) -> None:
+    from botocore.exceptions import SSLError
+    from botocore.httpsession import URLLib3Session
+
+    store = _store(engine, table, clock, attempts=1)
+    sid = store.activate(store.create_session().session_id).session_id
+    http = URLLib3Session()
+
+    def applied_then_ssl(request: Any, **_: Any) -> None:
+        http.send(request)  # the engine applies it...
+        raise SSLError(endpoint_url=request.url, error="EOF occurred in violation of protocol")
+
+    store.client.meta.events.register("before-send.dynamodb.UpdateItem", applied_then_ssl)
+    with pytest.raises(ss.Unavailable) as caught:
+        store.append_context(sid, ["mine"])
+    assert caught.value.maybe_applied  # was False: a caller retrying on it appended twice
+    assert list(store.get_session(sid).context) == ["mine"]
+
+
+def test_a_2xx_retried_for_its_checksum_then_throttled_is_maybe_applied(
+    engine: Any, table: str, clock: ss.ManualClock
+) -> None:
+    from botocore.awsrequest import AWSResponse
+    from botocore.httpsession import URLLib3Session
+
+    client = ss.connect(engine.endpoint_url, max_attempts=2)
+    retry = RetryPolicy(max_attempts=1, sleep=lambda _s: None)
+    store = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds(), retry=retry)
+    sid = store.activate(store.create_session().session_id).session_id
+    http, sends = URLLib3Session(), []
+
+    def bad_crc_then_throttle(request: Any, **_: Any) -> Any:
+        sends.append(1)
+        if len(sends) == 1:
+            answer = http.send(request)  # applied; the answer's CRC32 does not match
+            headers = {**dict(answer.headers), "x-amz-crc32": "1"}
+            return AWSResponse(request.url, 200, headers, _Raw(answer.content))
+        return _error(request, "ThrottlingException", message="slow down")
+
+    client.meta.events.register("before-send.dynamodb.UpdateItem", bad_crc_then_throttle)
+    with pytest.raises(ss.Unavailable) as caught:
+        store.append_context(sid, ["mine"])
+    assert len(sends) == 2 and caught.value.maybe_applied
+    assert list(store.get_session(sid).context) == ["mine"]
+
+
+def test_never_sent_and_refused_attempts_are_not_maybe_applied() -> None:
+    from botocore.exceptions import EndpointConnectionError
+
+    never, refused = wire._Attempt(), wire._Attempt()
+    wire.watch_attempt(
+        caught_exception=EndpointConnectionError(endpoint_url="http://127.0.0.1"),
+        request_dict={"context": {"sessionstore.attempt": never}},
+    )
+
+    class Http:
+        status_code = 400
+
+    wire.watch_attempt(
+        response=(Http(), {}), request_dict={"context": {"sessionstore.attempt": refused}}
+    )
+    assert (never.ambiguous, refused.ambiguous) == (False, False)
+
+
+def test_mixed_cancellation_reasons_are_contention_not_a_refusal(
+    engine: Any, table: str, clock: ss.ManualClock
+) -> None:
+    """Our record landed (answer lost), then the session began closing; the resend is cancelled
+    with [ConditionalCheckFailed(meta), TransactionConflict(guard), None]. The guard was never
+    evaluated, so 'not active' cannot be the answer: the retry finds the recorded call."""
+    store = _store(engine, table, clock, attempts=3)
+    sid = store.activate(store.create_session().session_id).session_id
+    rival = ss.SessionStore(ss.connect(engine.endpoint_url), table, clock=clock)
+    from botocore.httpsession import URLLib3Session
+
+    http, sends = URLLib3Session(), []
+
+    def landed_then_mixed(request: Any, **_: Any) -> Any:
+        sends.append(1)
+        if len(sends) == 1:
+            http.send(request)
+            rival.begin_close(sid)
+            raise ReadTimeoutError(endpoint_url=request.url)
+        if len(sends) == 2:
+            meta = rival.client.get_item(TableName=table, Key=schema.meta_key(sid))["Item"]
+            reasons = [
+                {"Code": "ConditionalCheckFailed", "Message": "failed", "Item": meta},
+                {"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"},
+                {"Code": "None"},
+            ]
+            return _error(
+                request,
+                "TransactionCanceledException",
+                Message="cancelled",
+                CancellationReasons=reasons,
+            )
+        return None
+
+    store.client.meta.events.register("before-send.dynamodb.TransactWriteItems", landed_then_mixed)
+    rec = store.record_tool_call(sid, "c1", "t", {}, 1, 0)  # was: SessionNotActive
+    assert len(sends) == 3 and rec.tool_call_id == "c1"
+    assert [r.tool_call_id for r in store.tool_calls(sid)] == ["c1"]
+
+
+def test_record_landed_and_its_guard_expired_before_the_resend(
+    engine: Any, table: str, clock: ss.ManualClock
+) -> None:
+    """ttl_seconds=1: the first attempt lands, its answer is lost, and by the resend the guard
+    has expired, so only the record's own key says the call is recorded."""
+    store = _store(engine, table, clock, attempts=3)
+    sid = store.activate(store.create_session().session_id).session_id
+
+    def lost_and_a_second_passes(operation: str) -> None:
+        clock.advance(seconds=2)
+
+    with FaultInjector(
+        store.client, script=[Fault.LOST_RESPONSE], after_lost=lost_and_a_second_passes
+    ):
+        rec = store.record_tool_call(sid, "c1", "t", {}, 1, 0, ttl_seconds=1)  # was DynamoDBError
+    assert rec.tool_call_id == "c1"
+    items = [i["sk"]["S"] for i in scan(store.client, table) if i["sk"]["S"].startswith("tool#")]
+    assert len(items) == 1
+
+
+def test_unexplained_error_after_a_possible_landing_is_maybe_applied(
+    engine: Any, table: str, clock: ss.ManualClock
+) -> None:
+    store = _store(engine, table, clock, attempts=3)
+    sid = store.activate(store.create_session().session_id).session_id
+    sends: list[int] = []
+
+    def lost_then_validation(request: Any, **_: Any) -> Any:
+        sends.append(1)
+        if len(sends) == 1:
+            raise ReadTimeoutError(endpoint_url=request.url)  # (not applied, but unknowable)
+        return _error(request, "ValidationException", message="something else entirely")
+
+    store.client.meta.events.register("before-send.dynamodb.UpdateItem", lost_then_validation)
+    with pytest.raises(ss.Unavailable) as caught:
+        store.append_context(sid, ["m"])
+    assert caught.value.maybe_applied and isinstance(caught.value.__cause__, ss.DynamoDBError)
+
+
+def test_a_record_never_outlives_its_session(
+    client: Any, table: str, clock: ss.ManualClock
+) -> None:
+    """Review: a record with a longer ttl_seconds outlived its session, and a new session under
+    the same id (another owner's) listed it. Now the record is cut to the session's ttl."""
+    store = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds())
+    session = store.activate(
+        store.create_session("s", owner="alice", ttl_seconds=60).session_id, owner="alice"
+    )
+    with RequestLog(client) as log:
+        rec = store.record_tool_call("s", "c1", "t", {}, 1, 0, owner="alice", ttl_seconds=3_600)
+    assert log.counts() == {"TransactWriteItems": 2}
+    assert rec.ttl == session.ttl
+    assert {int(i["ttl"]["N"]) for i in scan(client, table)} == {session.ttl}
+    clock.advance(seconds=61)
+    _sweep(client, table, *(i["sk"]["S"] for i in scan(client, table)), sid="s")
+    bob = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds("b"))
+    bob.activate(bob.create_session("s", owner="bob").session_id, owner="bob")
+    assert list(bob.tool_calls("s", owner="bob")) == []
+
+
+def test_cold_instance_record_ttl_is_checked(
+    client: Any, table: str, clock: ss.ManualClock
+) -> None:
+    store = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds())
+    store.activate(store.create_session("s", ttl_seconds=600).session_id)
+    cold = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds("c"))
+    replaced: list[int] = []
+
+    def replace_session_after_the_read(**_: Any) -> None:
+        if not replaced:  # between the cold read and the transaction
+            replaced.append(1)
+            _sweep(client, table, schema.META_SK, sid="s")
+            other = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds("o"))
+            replaced.append(
+                other.activate(other.create_session("s", ttl_seconds=9_000).session_id).ttl
+            )
+
+    client.meta.events.register(
+        "before-send.dynamodb.TransactWriteItems", replace_session_after_the_read
+    )
+    try:
+        rec = cold.record_tool_call("s", "c1", "t", {}, 1, 0)
+    finally:
+        client.meta.events.unregister(
+            "before-send.dynamodb.TransactWriteItems", replace_session_after_the_read
+        )
+    assert rec.ttl == replaced[1]
+
+
+@pytest.mark.parametrize("attempts", [0, -1, 1.5, True])
+def test_retry_policy_refuses_fewer_than_one_attempt(attempts: Any) -> None:
+    with pytest.raises(ss.InvalidInput):
+        RetryPolicy(max_attempts=attempts)

@@ -338,6 +338,8 @@ class SessionStoreExtension(Extension):
             )
         except (SessionStoreError, ToolCallIdReused) as exc:
             raise to_mcp_error(exc, session_id) from exc
+        if outcome.state is State.CLAIMED and outcome.claim.ttl != ttl:
+            self._remember(session_id, owner, outcome.claim.ttl)  # the claim learnt the session's
         if outcome.state is not State.CLAIMED:
             return _answer_repeat(outcome)
 
