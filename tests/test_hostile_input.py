@@ -856,7 +856,12 @@ def test_record_tool_call(env: Env) -> None:
         else:
             assert err is None, (args, err)
             now_s = env.clock.now_ms() // 1000
-            ttl = before.ttl if a["ttl_seconds"] is None else now_s + a["ttl_seconds"]
+            # A record never outlives its session: a longer ttl_seconds is cut to the session's.
+            ttl = (
+                before.ttl
+                if a["ttl_seconds"] is None
+                else min(now_s + a["ttl_seconds"], before.ttl)
+            )
             assert (
                 record.session_id,
                 record.tool_call_id,
