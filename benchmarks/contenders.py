@@ -6,7 +6,8 @@ attempt is counted on the contender's own botocore client with a ``WireCounter``
 ``update`` -- a versioned update of one small attribute (``title``) on one session:
 
 * ``sessionstore`` -- ``SessionStore.update_attributes(sid, {"title": ...})``: one UpdateItem,
-  no version condition (the change commutes: see ``writes.SessionWrite``), ``ADD version 1``.
+  no version condition (the change commutes: see ``metadata_writes.SessionWrite``),
+  ``ADD version 1``.
   Each writer is its own ``SessionStore`` instance (as separate MCP server instances would be),
   starting cold.
 * ``source`` -- the source design's ``updateSessionStatus`` loop transliterated, writing the

@@ -28,26 +28,23 @@ from .errors import (
 )
 from .expressions import Expr
 from .ids import MAX_ID_LENGTH, MAX_TOKEN_LENGTH, IdFactory, RandomIds, validate_id, validate_token
-from .models import Session, ToolCallRecord
-from .retry import RetryPolicy
-from .status import Status
-from .wire import install_hooks, item_to_wire, send, to_python
-from .writes import (
+from .metadata_writes import (
     ATTRIBUTES_MAX_BYTES,
     EMPTY_MAP_BYTES,
     TOKEN_CAP,
     AppendEdit,
     AttributesEdit,
-    CreateSession,
     Edit,
-    RecordToolCall,
     SessionWrite,
     StatusEdit,
     Transition,
     attribute_bytes,
-    live,
-    tx_attribute,
 )
+from .models import Session, ToolCallRecord
+from .retry import RetryPolicy
+from .status import Status
+from .wire import install_hooks, item_to_wire, send, to_python
+from .writes import CreateSession, RecordToolCall, live, tx_attribute
 
 R = TypeVar("R")
 
@@ -151,7 +148,8 @@ class SessionStore:
         # hint costs one retry; it never refuses anything by itself.
         self._seen: OrderedDict[str, _Hint] = OrderedDict()
         # This instance's finished commuting writes per session: their tokens in ``tk`` are
-        # dead, and the next write to the session removes them (``writes.SessionWrite``).
+        # dead, and the next write to the session removes them
+        # (``metadata_writes.SessionWrite``).
         self._settled: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         self._seen_lock = threading.Lock()
 
@@ -534,7 +532,7 @@ class SessionStore:
         *,
         commutes: bool,
     ) -> Session:
-        """A write to the metadata item (``writes.SessionWrite``). A commuting edit without
+        """A write to the metadata item (``metadata_writes.SessionWrite``). A commuting edit without
         ``expected`` needs no version; otherwise the first attempt is pinned to the caller's
         version, this instance's hint, or -- on a cold instance -- one read."""
         token = self._token()

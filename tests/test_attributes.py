@@ -8,8 +8,8 @@ import pytest
 
 import sessionstore as ss
 from sessionstore import schema, sizing
+from sessionstore.metadata_writes import ATTRIBUTES_MAX_BYTES
 from sessionstore.testing import Fault, FaultInjector, RequestLog
-from sessionstore.writes import ATTRIBUTES_MAX_BYTES
 
 from .conftest import scan
 

@@ -9,9 +9,9 @@ from botocore.exceptions import ClientError
 
 import sessionstore as ss
 from sessionstore import sizing
+from sessionstore.metadata_writes import ATTRIBUTES_MAX_BYTES, TOKEN_CAP, TOKEN_HORIZON_S
 from sessionstore.store import METADATA_OVERHEAD
 from sessionstore.testing import Fault, FaultInjector, RequestLog, source_design
-from sessionstore.writes import ATTRIBUTES_MAX_BYTES, TOKEN_CAP, TOKEN_HORIZON_S
 
 from .conftest import scan
 

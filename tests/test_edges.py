@@ -14,9 +14,9 @@ from botocore.exceptions import ReadTimeoutError
 
 import sessionstore as ss
 from sessionstore import schema, sizing, wire
+from sessionstore.metadata_writes import ATTRIBUTES_MAX_BYTES, TOKEN_CAP
 from sessionstore.retry import RetryPolicy
 from sessionstore.testing import Fault, FaultInjector, RequestLog
-from sessionstore.writes import ATTRIBUTES_MAX_BYTES, TOKEN_CAP
 
 from .conftest import scan
 

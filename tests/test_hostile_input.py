@@ -39,10 +39,10 @@ import sessionstore as ss
 from sessionstore import codec
 from sessionstore.codec import decode
 from sessionstore.local import LocalDynamoDB
+from sessionstore.metadata_writes import ATTRIBUTES_MAX_BYTES, attributes_size
 from sessionstore.retry import RetryPolicy
 from sessionstore.store import RESERVED_ATTRIBUTE_NAMES
 from sessionstore.testing import RequestLog
-from sessionstore.writes import ATTRIBUTES_MAX_BYTES, attributes_size
 
 from .conftest import scan
 

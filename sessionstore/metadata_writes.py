@@ -1,0 +1,535 @@
+"""Writes to a session's metadata item: transitions, and ``SessionWrite`` with its edits.
+
+Plans for the attempt driver like the rest of ``sessionstore.writes`` (request builders and
+outcome interpreters; nothing here sends, reads or sleeps). A transition names its token in
+``tx_<status>``; every other change to the item is a ``SessionWrite`` carrying an ``Edit``
+(``StatusEdit``, ``AppendEdit``, ``AttributesEdit``), pinned to a version or commuting.
+
+Why appends and attribute changes *commute* (issue 12): without ``expected_version`` such a
+write is right on top of any version -- a retried version conflict re-sent the same change on the
+new version anyway -- so the version condition only made concurrent writers refuse each other
+(2.07 requests per committed append with 8 writers). The version is still bumped by exactly one
+(``ADD``), for readers and for ``expected_version``. Proving a lost attempt's outcome then cannot
+use the version-keyed ring (the new version is not known when the request is built), so the
+token is *named* in a map, ``tk.<token>``, under ``attribute_not_exists(tk.<token>)``: a re-sent
+copy of a landed attempt is always refused, and ALL_OLD shows the token however many writes came
+in between (the ring could be overrun). The map is kept small by the writes themselves (see
+``SessionWrite``), so it costs no extra request; the alternatives cost one (a separate token
+item, or a transaction) or gave up exactly-once appends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from . import schema
+from .attempts import RETRY, Retry
+from .clock import format_timestamp
+from .errors import (
+    ConflictRetriesExhausted,
+    DynamoDBError,
+    InvalidTransition,
+    ItemTooLarge,
+    SessionNotActive,
+    SessionStoreError,
+    Unavailable,
+    VersionConflict,
+)
+from .expressions import Expr, status_in
+from .models import Session
+from .status import Status, allowed, sources
+from .wire import Cancelled, ConditionFailed
+from .writes import gave_up, live, owned, ring, tx_attribute
+
+#: Commuting writes name their token in the map ``tk``; at most this many names at once.
+TOKEN_CAP = 16
+#: A token older than this (seconds) belongs to a write that ended long ago: anyone removes it.
+#: A write lives at most botocore's attempts (5 x 60 s read timeout + backoff) times the
+#: driver's settling re-sends (3): about 20 minutes in the worst case. An hour is far beyond.
+TOKEN_HORIZON_S = 3600
+
+
+class Transition:
+    """One UpdateItem whose condition lists the allowed source statuses: no read first."""
+
+    operation = "update_item"
+
+    def __init__(
+        self,
+        table: str,
+        session_id: str,
+        to: Status,
+        owner: str | None,
+        token: str,
+        remember: Callable[[Session], None],
+    ) -> None:
+        self.table = table
+        self.session_id = session_id
+        self.to = to
+        self.owner = owner
+        self.token = token
+        self.remember = remember
+        self.froms = [s.value for s in sources(to)]
+
+    def request(self, now_ms: int) -> dict[str, Any]:
+        # Written out (see ``SessionWrite.request``): the condition and update are fixed text.
+        names = {**_FIXED_NAMES, "#status": "status", "#tx": tx_attribute(self.to)}
+        del names["#tk"]
+        values: dict[str, Any] = {
+            ":nows": {"N": str(now_ms // 1000)},
+            ":now": {"S": format_timestamp(now_ms)},
+            ":to": {"S": self.to.value},
+            ":token": {"S": self.token},
+            ":one": _ONE,
+        }
+        if self.owner is None:
+            alive = _ALIVE_UNOWNED
+        else:
+            alive = _ALIVE_OWNED
+            values[":owner"] = {"S": self.owner}
+        if self.froms:
+            values.update({f":from{i}": {"S": s} for i, s in enumerate(self.froms)})
+            listed = ", ".join(f":from{i}" for i in range(len(self.froms)))
+            condition = f"{alive} AND (#status IN ({listed}))"
+        else:  # nothing leads here: let the failure report the current status
+            condition = f"{alive} AND (attribute_not_exists(#pk))"
+        return {
+            "TableName": self.table,
+            "Key": schema.meta_key(self.session_id),
+            "UpdateExpression": (
+                "SET #status = :to, #updatedAt = :now, #tx = :token ADD #version :one"
+            ),
+            "ConditionExpression": condition,
+            "ReturnValues": "ALL_NEW",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+
+    def succeeded(self, response: dict[str, Any]) -> Session:
+        session = Session.from_wire(response["Attributes"])
+        self.remember(session)
+        return session
+
+    def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Session | Retry:
+        assert isinstance(failure, ConditionFailed)
+        old = failure.old
+        mine = old is not None and old.get(tx_attribute(self.to)) == self.token
+        if mine and old is not None and owned(old, self.owner):
+            return self._session(old)  # our lost attempt had landed
+        current = live(self.session_id, old, self.owner, now_ms // 1000)
+        self.remember(current)
+        if current.status is self.to:
+            return current  # already there: idempotent success, nothing written
+        raise InvalidTransition(self.session_id, current.status, self.to)
+
+    def maybe_landed(self) -> None:
+        pass
+
+    def exhausted(self, attempts: int) -> SessionStoreError:
+        return gave_up(f"transition of session {self.session_id!r}", attempts)
+
+    def _session(self, item: dict[str, Any]) -> Session:
+        session = Session.from_item(item)
+        self.remember(session)
+        return session
+
+
+class Edit(Protocol):
+    """What a write to the metadata item changes, apart from the version, ``updatedAt`` and its
+    request token (which ``SessionWrite`` adds)."""
+
+    def clauses(self, e: Expr, exact: Session | None) -> tuple[str, str, str]:
+        """``(SET actions, REMOVE actions, extra condition)``, each possibly empty.
+
+        ``exact`` is the item the attempt is pinned to (by its version) when known: the clauses
+        may then use what it holds. Otherwise they must be right whatever the item holds."""
+        ...
+
+    def judge(self, current: Session) -> Session | None:
+        """After a refusal: a result (nothing to write), None (write it), or raise."""
+        ...
+
+    def needs_exact(self, current: Session) -> bool:
+        """The unpinned clauses would be refused on ``current`` although the pinned ones fit."""
+        ...
+
+
+class SessionWrite:
+    """One write to the metadata item: the version goes up by exactly one, the ``updatedAt``
+    stamp moves, and a request token proves a lost attempt's outcome. Two forms:
+
+    **Pinned** (``version = :v`` in the condition): what ``expected_version`` asks for, and what
+    a change that depends on the item as read needs (``update_status``). The token goes into
+    ring slot ``w<new version % RING_SIZE>``; a refusal that finds it there means our lost
+    attempt landed. Once more writes than the ring holds have followed an attempt whose
+    response was lost, its outcome can no longer be proven, and the write ends ``Unavailable``
+    rather than risk applying twice. A stale version is retried with the version ALL_OLD
+    carries -- one request per retry, never a re-read.
+
+    **Commuting** (appends, attribute changes without ``expected_version``): no version
+    condition -- the change is right on top of whatever version is current, which is exactly
+    what a retried conflict would have done, so concurrent writers no longer refuse each other.
+    ``ADD version 1`` keeps the version counting writes. The token is *named*: ``SET
+    tk.<token> = <now_s>`` on the condition ``attribute_not_exists(tk.<token>)``, so an attempt
+    whose earlier copy landed (a lost response, retried by botocore or by the driver) is refused
+    and ALL_OLD shows the token. No version arithmetic is involved, so no number of rival
+    writes in between can hide it. The map is bounded: ``size(tk) < TOKEN_CAP`` is part of the
+    condition, and each write removes tokens known to be dead -- this instance's own finished
+    writes to the session (``settled``), and any token older than ``TOKEN_HORIZON_S`` seen in
+    the last copy of the item. A token is needed only while its write may still be re-sent;
+    the horizon is far beyond any write's life (botocore's attempts with their timeouts, and
+    the driver's settling re-sends: minutes), so removing an old token never removes a live one.
+
+    When the commuting form cannot go (the map is full of live tokens, the item predates
+    ``tk``/``attrs``, or a size bound needs the exact item) the next attempt is pinned to the
+    version ALL_OLD shows, with ``exact`` clauses computed from that item; the next write
+    commutes again.
+    """
+
+    operation = "update_item"
+
+    def __init__(
+        self,
+        table: str,
+        session_id: str,
+        owner: str | None,
+        token: str,
+        edit: Edit,
+        remember: Callable[[Session], None],
+        *,
+        commutes: bool,
+        version: int | None,
+        expected: int | None = None,
+        seen_tokens: Mapping[str, Any] | None = None,
+        settled: tuple[str, ...] = (),
+    ) -> None:
+        self.table = table
+        self.session_id = session_id
+        self.owner = owner
+        self.token = token
+        self.edit = edit
+        self.remember = remember
+        self.expected = expected
+        self.commutes = commutes and expected is None  # the edit may go on top of any version
+        self.commuting = self.commutes and version is None  # the form of the next attempt
+        self.version = 0 if version is None else version
+        self.exact: Session | None = None  # the item a pinned attempt's clauses were built on
+        self.seen_tokens = seen_tokens
+        self.settled = settled
+        self.removed: tuple[str, ...] = ()  # tokens the last attempt removes
+        self.named = False  # some attempt named our token in ``tk``
+        self.uncertain_since: int | None = None  # version of a pinned attempt whose answer was lost
+        self.attempted = self.version  # the version the last pinned attempt expected
+        self.current: Session | None = None
+
+    def request(self, now_ms: int) -> dict[str, Any]:
+        # The fixed part of every attempt is written out, not built placeholder by placeholder:
+        # this runs on every write, and the library's own CPU time per call is budgeted.
+        e = Expr()
+        now_s = now_ms // 1000
+        e.names.update(_FIXED_NAMES)
+        values = e.values
+        values[":now"] = {"S": format_timestamp(now_ms)}
+        values[":nows"] = {"N": str(now_s)}
+        if self.owner is None:
+            alive = _ALIVE_UNOWNED
+        else:
+            alive = _ALIVE_OWNED
+            values[":owner"] = {"S": self.owner}
+        sets, removes, extra = self.edit.clauses(e, self.exact)
+        extra = f" AND ({extra})" if extra else ""
+        gone = self._removable(now_s)
+        drop = [f"#tk.{e.k(t)}" for t in gone]
+        if removes:
+            drop.append(removes)
+        if self.commuting:
+            self.named = True
+            e.names["#tok"] = self.token
+            values[":cap"] = _CAP
+            values[":one"] = _ONE
+            condition = (
+                f"{alive} AND (attribute_exists(#tk) AND size(#tk) < :cap) "
+                f"AND (attribute_not_exists(#tk.#tok)){extra}"
+            )
+            update = f"SET {sets}, #updatedAt = :now, #tk.#tok = :nows"
+            if drop:
+                update += " REMOVE " + ", ".join(drop)
+            update += " ADD #version :one"
+        else:
+            self.attempted = self.version
+            new_version = self.version + 1
+            values[":expected"] = {"N": str(self.version)}
+            values[":next"] = {"N": str(new_version)}
+            values[":token"] = {"S": self.token}
+            slot = schema.ring_slot(new_version)
+            e.names["#slot"] = slot
+            condition = f"{alive} AND (#version = :expected){extra}"
+            update = f"SET {sets}, #updatedAt = :now, #version = :next, #slot = :token"
+            if self.exact is not None and self.exact.write_tokens is None:
+                values[":nomap"] = {"M": {}}
+                update += ", #tk = :nomap"  # an item from before ``tk``: start the map
+            elif not gone:
+                del e.names["#tk"]  # unused placeholders are refused
+            if drop:
+                update += " REMOVE " + ", ".join(drop)
+        self.removed = gone
+        return {
+            "TableName": self.table,
+            "Key": schema.meta_key(self.session_id),
+            "UpdateExpression": update,
+            "ConditionExpression": condition,
+            "ReturnValues": "ALL_NEW",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            "ExpressionAttributeNames": e.names,
+            "ExpressionAttributeValues": values,
+        }
+
+    def _removable(self, now_s: int) -> tuple[str, ...]:
+        """Dead tokens to remove in this attempt -- only where ``tk`` is known to exist (a
+        commuting attempt's condition guarantees it; a pinned one knows its item)."""
+        if not self.commuting and (self.exact is None or self.exact.write_tokens is None):
+            return ()
+        horizon = now_s - TOKEN_HORIZON_S
+        seen = self.seen_tokens or {}
+        gone = [t for t in self.settled if t != self.token]
+        gone += [t for t, at in seen.items() if int(at) <= horizon and t != self.token]
+        if not self.commuting:
+            gone = [t for t in gone if t in seen]
+        return tuple(dict.fromkeys(gone))[:TOKEN_CAP]
+
+    def succeeded(self, response: dict[str, Any]) -> Session:
+        session = Session.from_wire(response["Attributes"])
+        self.remember(session)
+        return session
+
+    def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Session | Retry:
+        assert isinstance(failure, ConditionFailed)
+        old = failure.old
+        if old is not None and owned(old, self.owner) and _carries(old, self.token):
+            self.removed = ()  # which attempt landed is unknown: keep them for the next write
+            return self._session(old)  # our lost attempt had landed
+        self.removed = ()
+        current = live(self.session_id, old, self.owner, now_ms // 1000)
+        self.remember(current)
+        self.current = current
+        self.seen_tokens = current.write_tokens
+        if (
+            self.uncertain_since is not None
+            and current.version >= self.uncertain_since + 1 + schema.RING_SIZE
+        ):
+            raise Unavailable(
+                f"session {self.session_id!r}: a write's response was lost and its outcome "
+                "can no longer be proven",
+                maybe_applied=True,
+            )
+        self.uncertain_since = None  # the ring (or ``tk``) still covers it: it did not land
+        done = self.edit.judge(current)
+        if done is not None:
+            return done
+        if self.expected is not None and current.version != self.expected:
+            raise VersionConflict(self.session_id, self.expected, current)
+        tokens = current.write_tokens
+        can_commute = (
+            self.commutes
+            and tokens is not None
+            and len(tokens) < TOKEN_CAP
+            and not self.edit.needs_exact(current)
+        )
+        if can_commute and self.commuting:
+            # Every condition of the commuting form holds on the item as it is: unexplained.
+            raise DynamoDBError("ConditionalCheckFailedException", repr(old))
+        if not self.commuting and current.version == self.version and self.exact is not None:
+            raise DynamoDBError("ConditionalCheckFailedException", repr(old))
+        if can_commute:
+            self.commuting, self.exact = True, None
+        else:
+            # Pinned to the item ALL_OLD shows (so the exact clauses are right): a different
+            # version, or the same one with exact clauses -- never the attempt just refused.
+            self.commuting, self.version, self.exact = False, current.version, current
+        return RETRY
+
+    def maybe_landed(self) -> None:
+        if self.uncertain_since is None and not self.commuting:
+            self.uncertain_since = self.version
+
+    def exhausted(self, attempts: int) -> SessionStoreError:
+        assert self.current is not None  # a conflict was seen, so the item was too
+        return ConflictRetriesExhausted(self.session_id, self.attempted, self.current, attempts)
+
+    def _session(self, item: dict[str, Any]) -> Session:
+        session = Session.from_item(item)
+        self.remember(session)
+        return session
+
+
+_FIXED_NAMES = {
+    "#pk": "pk",
+    "#ttl": "ttl",
+    "#owner": "owner",
+    "#version": "version",
+    "#updatedAt": "updatedAt",
+    "#tk": "tk",
+}
+#: ``expressions.live_session``, written out for the two cases.
+_ALIVE_OWNED = "(attribute_exists(#pk)) AND (#ttl > :nows) AND (#owner = :owner)"
+_ALIVE_UNOWNED = "(attribute_exists(#pk)) AND (#ttl > :nows) AND (attribute_not_exists(#owner))"
+_CAP = {"N": str(TOKEN_CAP)}
+_ONE = {"N": "1"}
+
+
+def _carries(item: dict[str, Any], token: str) -> bool:
+    """``item`` holds ``token``: named in ``tk``, or in a ring slot."""
+    tokens = item.get("tk")
+    return (tokens is not None and token in tokens) or token in ring(item)
+
+
+class StatusEdit:
+    """``update_status``: the move is checked against the lifecycle table on the item as read,
+    and again by the condition (the allowed source statuses)."""
+
+    def __init__(self, session_id: str, status: Status) -> None:
+        self.session_id = session_id
+        self.status = status
+        self.froms = [s.value for s in sources(status)]
+
+    def clauses(self, e: Expr, exact: Session | None) -> tuple[str, str, str]:
+        cond = status_in(e, self.froms) if self.froms else f"attribute_not_exists({e.n('pk')})"
+        return f"{e.n('status')} = {e.v(self.status.value)}", "", cond
+
+    def judge(self, current: Session) -> Session | None:
+        if current.status is self.status:
+            return current
+        if not allowed(current.status, self.status):
+            raise InvalidTransition(self.session_id, current.status, self.status)
+        return None
+
+    def needs_exact(self, current: Session) -> bool:
+        return False
+
+
+class AppendEdit:
+    """``append_context``: ``list_append`` and the context's byte count, on an active session
+    whose context has room (``contextBytes`` only grows, so its bound needs no exact item)."""
+
+    def __init__(
+        self,
+        session_id: str,
+        encoded: list[str],
+        added: int,
+        budget: int,
+        overhead: int,
+        limit: int,
+    ) -> None:
+        self.session_id = session_id
+        self.encoded = encoded
+        self.added = added
+        self.budget = budget
+        self.overhead = overhead
+        self.limit = limit
+
+    def clauses(self, e: Expr, exact: Session | None) -> tuple[str, str, str]:
+        e.names.update(_APPEND_NAMES)
+        values = e.values
+        values[":msgs"] = {"L": [{"S": m} for m in self.encoded]}
+        values[":added"] = {"N": str(self.added)}
+        values[":room"] = {"N": str(self.budget - self.added)}
+        values[":active"] = _ACTIVE
+        return _APPEND_SET, "", _APPEND_CONDITION
+
+    def judge(self, current: Session) -> Session | None:
+        if current.status is not Status.ACTIVE:
+            raise SessionNotActive(self.session_id, current.status)
+        if current.context_bytes + self.added > self.budget:
+            raise ItemTooLarge(self.overhead + current.context_bytes, self.added, self.limit)
+        return None
+
+    def needs_exact(self, current: Session) -> bool:
+        return False
+
+
+_APPEND_NAMES = {"#context": "context", "#contextBytes": "contextBytes", "#status": "status"}
+_APPEND_SET = "#context = list_append(#context, :msgs), #contextBytes = #contextBytes + :added"
+_APPEND_CONDITION = "#status = :active AND #contextBytes <= :room"
+_ACTIVE = {"S": Status.ACTIVE.value}
+
+
+#: The most bytes a session's attributes may take (the ``attrs`` map, sized by DynamoDB's rules:
+#: 3 + name + JSON text + 1 per attribute). Part of ``METADATA_OVERHEAD``.
+ATTRIBUTES_MAX_BYTES = 4096
+EMPTY_MAP_BYTES = 3
+
+
+_ATTRIBUTE_NAMES = {"#attrs": "attrs", "#attrBytes": "attrBytes", "#status": "status"}
+_CLOSED = {"S": Status.CLOSED.value}
+
+
+def attribute_bytes(name: str, text: str) -> int:
+    """What one attribute adds to the ``attrs`` map (names are ASCII)."""
+    return len(name) + len(text.encode("utf-8")) + 1
+
+
+def attributes_size(attrs: Mapping[str, str]) -> int:
+    return EMPTY_MAP_BYTES + sum(attribute_bytes(k, v) for k, v in attrs.items())
+
+
+class AttributesEdit:
+    """``update_attributes``: set and remove entries of the ``attrs`` map on a session that is
+    not closed, within ``ATTRIBUTES_MAX_BYTES``.
+
+    The bound is kept without knowing the values being replaced: ``attrBytes`` is an *upper
+    bound* of the map's size. An unpinned write adds the size of everything it writes and
+    subtracts nothing (the value it replaces, or removes, is unknown to it); the condition
+    ``attrBytes <= max - added`` keeps the bound, and so the map, under the limit. When the
+    bound would refuse, the next attempt is pinned to the version of the item ALL_OLD showed
+    and sets ``attrBytes`` to the exact size -- so the bound only ever refuses what really does
+    not fit.
+    """
+
+    def __init__(
+        self, session_id: str, changes: dict[str, str], remove: tuple[str, ...], added: int
+    ) -> None:
+        self.session_id = session_id
+        self.changes = changes
+        self.remove = remove
+        self.added = added
+
+    def after(self, current: Session) -> dict[str, str]:
+        """The attributes ``current`` would have after this edit (stored JSON text)."""
+        out = {k: v for k, v in current.attributes.raw.items() if k not in self.remove}
+        out.update(self.changes)
+        return out
+
+    def clauses(self, e: Expr, exact: Session | None) -> tuple[str, str, str]:
+        e.names.update(_ATTRIBUTE_NAMES)
+        attrs, counted = "#attrs", "#attrBytes"
+        e.values[":closed"] = _CLOSED
+        open_ = "#status <> :closed"
+        if exact is not None and exact.attribute_bytes is None:
+            # An item from before attributes: write the whole map and its exact size.
+            new = self.after(exact)
+            sets = f"{attrs} = {e.v(new)}, {counted} = {e.v(attributes_size(new))}"
+            return sets, "", open_
+        parts = [f"{attrs}.{e.k(name)} = {e.v(text)}" for name, text in self.changes.items()]
+        removes = ", ".join(f"{attrs}.{e.k(name)}" for name in self.remove)
+        if exact is not None:
+            parts.append(f"{counted} = {e.v(attributes_size(self.after(exact)))}")
+            return ", ".join(parts), removes, open_
+        e.values[":added"] = {"N": str(self.added)}
+        e.values[":room"] = {"N": str(ATTRIBUTES_MAX_BYTES - self.added)}
+        parts.append("#attrBytes = #attrBytes + :added")
+        return ", ".join(parts), removes, f"{open_} AND #attrBytes <= :room"
+
+    def judge(self, current: Session) -> Session | None:
+        if current.status is Status.CLOSED:
+            raise SessionNotActive(self.session_id, current.status)
+        now = attributes_size(current.attributes.raw)
+        new = attributes_size(self.after(current))
+        if new > ATTRIBUTES_MAX_BYTES:
+            raise ItemTooLarge(now, new - now, ATTRIBUTES_MAX_BYTES, what="attributes")
+        return None
+
+    def needs_exact(self, current: Session) -> bool:
+        counted = current.attribute_bytes
+        return counted is None or counted + self.added > ATTRIBUTES_MAX_BYTES
