@@ -19,7 +19,7 @@ An asyncio driver can reuse the plans unchanged: only the sending and the sleepi
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, NoReturn, Protocol, TypeVar
 
 from .clock import Clock
 from .errors import DynamoDBError, SessionStoreError, Unavailable
@@ -76,9 +76,8 @@ class Plan(Protocol[R_co]):
 class Driver(Generic[R]):
     """The state of one write across its attempts; ``drive`` runs it synchronously."""
 
-    def __init__(self, plan: Plan[R], retry: RetryPolicy, what: str) -> None:
+    def __init__(self, plan: Plan[R], what: str) -> None:
         self.plan = plan
-        self.retry = retry
         self.what = what
         self.uncertain = False  # some attempt may have landed and nothing has proven otherwise
         self.resends = 0
@@ -96,9 +95,7 @@ class Driver(Generic[R]):
             try:
                 verdict = self.plan.refused(failure, now_ms)
             except DynamoDBError as exc:  # unexplained: cannot rule out an earlier landing
-                if self.uncertain:
-                    raise self.unknown(str(exc)) from exc
-                raise
+                self.fail(exc)
             if isinstance(verdict, Retry):
                 self.uncertain = False  # the plan proved no earlier attempt landed
                 self.last = "conflict"
@@ -108,9 +105,7 @@ class Driver(Generic[R]):
             return RETRY
         assert isinstance(failure, Unavailable)
         if not failure.maybe_applied:
-            if self.uncertain:
-                raise self.unknown(str(failure)) from failure
-            raise failure
+            self.fail(failure)
         self._maybe_landed()
         if self.resends >= SETTLE_RESENDS:
             raise self.unknown(str(failure)) from failure
@@ -129,6 +124,12 @@ class Driver(Generic[R]):
             "nothing was written",
             maybe_applied=False,
         )
+
+    def fail(self, exc: SessionStoreError) -> NoReturn:
+        """End on ``exc`` -- as ``unknown`` when an earlier attempt may have landed unseen."""
+        if self.uncertain:
+            raise self.unknown(str(exc)) from exc
+        raise exc
 
     def unknown(self, why: str) -> Unavailable:
         return Unavailable(
@@ -149,7 +150,7 @@ def drive(
     what: str,
 ) -> R:
     """Run ``plan`` to its ending (see the module docstring)."""
-    driver = Driver(plan, retry, what)
+    driver = Driver(plan, what)
     for attempt in range(retry.max_attempts):
         now_ms = clock.now_ms()
         failure: Exception | None = None
@@ -159,9 +160,7 @@ def drive(
         except (Refused, Unavailable) as exc:
             failure = exc
         except SessionStoreError as exc:  # e.g. refused as too large, an unexpected code
-            if driver.uncertain:  # ...after an attempt that may have landed: say so
-                raise driver.unknown(str(exc)) from exc
-            raise
+            driver.fail(exc)
         # Interpreted outside the ``except``: a typed error must not arrive chained to an
         # internal exception the caller never raised.
         verdict = driver.outcome(result, failure, now_ms)

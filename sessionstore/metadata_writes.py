@@ -50,7 +50,23 @@ TOKEN_CAP = 16
 TOKEN_HORIZON_S = 3600
 
 
-class Transition:
+class _AnswersWithSession:
+    """Plans on the metadata item answer with it as a ``Session`` and keep it as a hint."""
+
+    remember: Callable[[Session], None]
+
+    def succeeded(self, response: dict[str, Any]) -> Session:
+        return self._session_from(Session.from_wire(response["Attributes"]))
+
+    def _session(self, item: dict[str, Any]) -> Session:
+        return self._session_from(Session.from_item(item))
+
+    def _session_from(self, session: Session) -> Session:
+        self.remember(session)
+        return session
+
+
+class Transition(_AnswersWithSession):
     """One UpdateItem whose condition lists the allowed source statuses: no read first."""
 
     operation = "update_item"
@@ -107,11 +123,6 @@ class Transition:
             "ExpressionAttributeValues": values,
         }
 
-    def succeeded(self, response: dict[str, Any]) -> Session:
-        session = Session.from_wire(response["Attributes"])
-        self.remember(session)
-        return session
-
     def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Session | Retry:
         assert isinstance(failure, ConditionFailed)
         old = failure.old
@@ -129,11 +140,6 @@ class Transition:
 
     def exhausted(self, attempts: int) -> SessionStoreError:
         return gave_up(f"transition of session {self.session_id!r}", attempts)
-
-    def _session(self, item: dict[str, Any]) -> Session:
-        session = Session.from_item(item)
-        self.remember(session)
-        return session
 
 
 class Edit(Protocol):
@@ -156,7 +162,7 @@ class Edit(Protocol):
         ...
 
 
-class SessionWrite:
+class SessionWrite(_AnswersWithSession):
     """One write to the metadata item: the version goes up by exactly one, the ``updatedAt``
     stamp moves, and a request token proves a lost attempt's outcome. Two forms:
 
@@ -299,11 +305,6 @@ class SessionWrite:
             gone = [t for t in gone if t in seen]
         return tuple(dict.fromkeys(gone))[:TOKEN_CAP]
 
-    def succeeded(self, response: dict[str, Any]) -> Session:
-        session = Session.from_wire(response["Attributes"])
-        self.remember(session)
-        return session
-
     def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Session | Retry:
         assert isinstance(failure, ConditionFailed)
         old = failure.old
@@ -357,11 +358,6 @@ class SessionWrite:
     def exhausted(self, attempts: int) -> SessionStoreError:
         assert self.current is not None  # a conflict was seen, so the item was too
         return ConflictRetriesExhausted(self.session_id, self.attempted, self.current, attempts)
-
-    def _session(self, item: dict[str, Any]) -> Session:
-        session = Session.from_item(item)
-        self.remember(session)
-        return session
 
 
 _FIXED_NAMES = {
