@@ -9,6 +9,7 @@ from .clock import Clock, ManualClock, SystemClock, format_timestamp
 from .codec import JSON
 from .errors import (
     ConflictRetriesExhausted,
+    ContextFull,
     DynamoDBError,
     InvalidInput,
     InvalidTransition,
@@ -25,7 +26,7 @@ from .errors import (
     VersionConflict,
 )
 from .ids import CounterIds, IdFactory, RandomIds
-from .models import Context, Session, ToolCallRecord
+from .models import Context, Loaded, Session, ToolCallRecord
 from .retry import RetryPolicy
 from .status import TRANSITIONS, Status
 from .store import METADATA_OVERHEAD, SessionStore
@@ -37,12 +38,14 @@ __all__ = [
     "Clock",
     "ConflictRetriesExhausted",
     "Context",
+    "ContextFull",
     "CounterIds",
     "DynamoDBError",
     "IdFactory",
     "InvalidInput",
     "InvalidTransition",
     "ItemTooLarge",
+    "Loaded",
     "ManualClock",
     "RandomIds",
     "RecordMissing",

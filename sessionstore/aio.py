@@ -36,7 +36,7 @@ from .clock import Clock
 from .codec import JSON
 from .errors import InvalidInput
 from .ids import IdFactory
-from .models import Session, ToolCallRecord
+from .models import Loaded, Session, ToolCallRecord
 from .status import Status
 from .store import SessionStore
 
@@ -183,16 +183,23 @@ class AsyncSessionStore:
         records = await self.run(self.store.tool_calls, session_id, owner=owner)
         return self._drain(records)
 
-    async def _drain(self, records: Iterator[ToolCallRecord]) -> AsyncIterator[ToolCallRecord]:
+    async def context(
+        self, session_id: str, *, owner: str | None = None, after: int | None = None
+    ) -> AsyncIterator[JSON]:
+        """``async for message in await store.context(sid)``: like the synchronous method, the
+        session is checked before this returns; each page is read on a worker thread when the
+        iteration reaches it."""
+        messages = await self.run(self.store.context, session_id, owner=owner, after=after)
+        return self._drain(messages)
+
+    async def _drain(self, items: Iterator[T]) -> AsyncIterator[T]:
         # next() may send a Query (a new page): never on the loop's thread. StopIteration
         # cannot cross a thread boundary, hence the sentinel.
-        while True:  # bounded by the history: one pass over a finite iterator
-            record = await self.run(next, records, _DONE)
-            if not isinstance(record, ToolCallRecord):
+        while True:  # bounded by the items: one pass over a finite iterator
+            item = await self.run(next, items, _DONE)
+            if item is _DONE:
                 return
-            yield record
+            yield item
 
-    async def load(
-        self, session_id: str, *, owner: str | None = None
-    ) -> tuple[Session, list[ToolCallRecord]]:
+    async def load(self, session_id: str, *, owner: str | None = None) -> Loaded:
         return await self.run(self.store.load, session_id, owner=owner)

@@ -149,6 +149,37 @@ class ItemTooLarge(SessionStoreError):
         self.limit = limit
 
 
+class ContextFull(SessionStoreError):
+    """The append would take the session's context past ``max_context_messages`` or
+    ``max_context_bytes`` (``SessionStore`` settings); nothing was written. ``messages`` and
+    ``bytes`` are what the context held (as counted by the session), ``added_*`` what the append
+    brought."""
+
+    def __init__(
+        self,
+        session_id: str,
+        messages: int,
+        bytes: int,
+        added_messages: int,
+        added_bytes: int,
+        max_messages: int,
+        max_bytes: int,
+    ) -> None:
+        over = []
+        if messages + added_messages > max_messages:
+            over.append(f"{messages} + {added_messages} messages > {max_messages}")
+        if bytes + added_bytes > max_bytes:
+            over.append(f"{bytes} + {added_bytes} bytes > {max_bytes}")
+        super().__init__(f"context of session {session_id!r} is full: " + "; ".join(over))
+        self.session_id = session_id
+        self.messages = messages
+        self.bytes = bytes
+        self.added_messages = added_messages
+        self.added_bytes = added_bytes
+        self.max_messages = max_messages
+        self.max_bytes = max_bytes
+
+
 class TableNotFound(SessionStoreError):
     """The table does not exist (call ``SessionStore.create_table()``)."""
 
@@ -160,7 +191,9 @@ class Unavailable(SessionStoreError):
     (the store has already re-sent it with the same token to settle that). Calling again is safe
     for transitions, ``update_status``, ``record_tool_call`` and ``append_context`` *with*
     ``expected_version`` (a duplicate shows up as a no-op, the stored record or a
-    ``VersionConflict``); an append without ``expected_version`` could land twice.
+    ``VersionConflict``); an append without ``expected_version`` could land twice -- but only
+    when its page write was the one left in doubt: an append whose messages were certainly not
+    stored says ``maybe_applied=False`` even if its reservation on the metadata item landed.
     """
 
     def __init__(self, message: str, *, maybe_applied: bool) -> None:

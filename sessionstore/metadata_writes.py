@@ -28,6 +28,7 @@ from .attempts import RETRY, Retry
 from .clock import format_timestamp
 from .errors import (
     ConflictRetriesExhausted,
+    ContextFull,
     DynamoDBError,
     InvalidTransition,
     ItemTooLarge,
@@ -48,6 +49,20 @@ TOKEN_CAP = 16
 #: A write lives at most botocore's attempts (5 x 60 s read timeout + backoff) times the
 #: driver's settling re-sends (3): about 20 minutes in the worst case. An hour is far beyond.
 TOKEN_HORIZON_S = 3600
+#: An append's token value is ``<now_s> * SEQ_SPAN + <first seq of its page>``: its time, for
+#: the horizon, and the seq its landed attempt reserved, for the page write after a lost
+#: response. Other tokens hold ``<now_s>`` alone (always below ``SEQ_SPAN``).
+SEQ_SPAN = 10**12
+
+
+def token_time(value: int) -> int:
+    """When a ``tk`` entry was written (epoch seconds)."""
+    return value // SEQ_SPAN if value >= SEQ_SPAN else value
+
+
+def token_seq(value: int) -> int:
+    """The first seq an append's ``tk`` entry reserved."""
+    return value % SEQ_SPAN
 
 
 class _AnswersWithSession:
@@ -161,6 +176,15 @@ class Edit(Protocol):
         """The unpinned clauses would be refused on ``current`` although the pinned ones fit."""
         ...
 
+    def token_value(self, e: Expr, now_s: int) -> str:
+        """What a commuting attempt stores under its token in ``tk`` (``:nows`` is bound)."""
+        ...
+
+    #: The edit must learn what its landed attempt did from ``tk`` (appends: the seq they
+    #: reserved), so with ``expected_version`` it goes in the commuting form plus a version
+    #: condition instead of the pinned form.
+    named_when_expected: bool
+
 
 class SessionWrite(_AnswersWithSession):
     """One write to the metadata item: the version goes up by exactly one, the ``updatedAt``
@@ -218,8 +242,9 @@ class SessionWrite(_AnswersWithSession):
         self.edit = edit
         self.remember = remember
         self.expected = expected
-        self.commutes = commutes and expected is None  # the edit may go on top of any version
-        self.commuting = self.commutes and version is None  # the form of the next attempt
+        # The edit may go on top of any version (or, when it must be named, any that matches).
+        self.commutes = commutes and (expected is None or edit.named_when_expected)
+        self.commuting = self.commutes and (version is None or expected is not None)
         self.version = 0 if version is None else version
         self.exact: Session | None = None  # the item a pinned attempt's clauses were built on
         self.seen_tokens = seen_tokens
@@ -255,11 +280,15 @@ class SessionWrite(_AnswersWithSession):
             e.names["#tok"] = self.token
             values[":cap"] = _CAP
             values[":one"] = _ONE
+            if self.expected is not None:
+                values[":expected"] = {"N": str(self.expected)}
+                extra += " AND (#version = :expected)"
             condition = (
                 f"{alive} AND (attribute_exists(#tk) AND size(#tk) < :cap) "
                 f"AND (attribute_not_exists(#tk.#tok)){extra}"
             )
-            update = f"SET {sets}, #updatedAt = :now, #tk.#tok = :nows"
+            value = self.edit.token_value(e, now_s)
+            update = f"SET {sets}, #updatedAt = :now, #tk.#tok = {value}"
             if drop:
                 update += " REMOVE " + ", ".join(drop)
             update += " ADD #version :one"
@@ -300,7 +329,7 @@ class SessionWrite(_AnswersWithSession):
         horizon = now_s - TOKEN_HORIZON_S
         seen = self.seen_tokens or {}
         gone = [t for t in self.settled if t != self.token]
-        gone += [t for t, at in seen.items() if int(at) <= horizon and t != self.token]
+        gone += [t for t, v in seen.items() if token_time(int(v)) <= horizon and t != self.token]
         if not self.commuting:
             gone = [t for t in gone if t in seen]
         return tuple(dict.fromkeys(gone))[:TOKEN_CAP]
@@ -404,51 +433,104 @@ class StatusEdit:
     def needs_exact(self, current: Session) -> bool:
         return False
 
+    def token_value(self, e: Expr, now_s: int) -> str:
+        return ":nows"
+
+    named_when_expected = False
+
 
 class AppendEdit:
-    """``append_context``: ``list_append`` and the context's byte count, on an active session
-    whose context has room (``contextBytes`` only grows, so its bound needs no exact item)."""
+    """``append_context``, its first step: reserve the next ``count`` seqs of an active session
+    whose context has room, and count the bytes -- the messages themselves go to a page item
+    afterwards (``pages.WritePage``), so this write's size never depends on the context's.
+
+    ``messageCount`` only grows, so the room condition needs no exact item and appends commute.
+    The seqs reserved are ``[messageCount before, messageCount after)``: a commuting attempt
+    keeps the first one in its ``tk`` entry (``SEQ_SPAN``), so a lost response still tells
+    which seqs the landed attempt got; a pinned attempt is built on the exact item and knows it.
+    """
+
+    named_when_expected = True
 
     def __init__(
         self,
         session_id: str,
-        encoded: list[str],
+        count: int,
         added: int,
-        budget: int,
-        overhead: int,
-        limit: int,
+        max_messages: int,
+        max_bytes: int,
     ) -> None:
         self.session_id = session_id
-        self.encoded = encoded
+        self.count = count
         self.added = added
-        self.budget = budget
-        self.overhead = overhead
-        self.limit = limit
+        self.max_messages = max_messages
+        self.max_bytes = max_bytes
+        self.pinned_seq: int | None = None  # the first seq of the last pinned attempt
 
     def clauses(self, e: Expr, exact: Session | None) -> tuple[str, str, str]:
         e.names.update(_APPEND_NAMES)
         values = e.values
-        values[":msgs"] = {"L": [{"S": m} for m in self.encoded]}
+        values[":n"] = {"N": str(self.count)}
         values[":added"] = {"N": str(self.added)}
-        values[":room"] = {"N": str(self.budget - self.added)}
+        values[":zero"] = _ZERO
+        values[":roomn"] = {"N": str(self.max_messages - self.count)}
+        values[":roomb"] = {"N": str(self.max_bytes - self.added)}
         values[":active"] = _ACTIVE
+        if exact is not None:
+            self.pinned_seq = exact.paged_count
         return _APPEND_SET, "", _APPEND_CONDITION
+
+    def token_value(self, e: Expr, now_s: int) -> str:
+        e.values[":stamp"] = {"N": str(now_s * SEQ_SPAN)}
+        return "if_not_exists(#messageCount, :zero) + :stamp"
 
     def judge(self, current: Session) -> Session | None:
         if current.status is not Status.ACTIVE:
             raise SessionNotActive(self.session_id, current.status)
-        if current.context_bytes + self.added > self.budget:
-            raise ItemTooLarge(self.overhead + current.context_bytes, self.added, self.limit)
+        if (
+            current.paged_count + self.count > self.max_messages
+            or current.context_bytes + self.added > self.max_bytes
+        ):
+            raise ContextFull(
+                self.session_id,
+                current.paged_count,
+                current.context_bytes,
+                self.count,
+                self.added,
+                self.max_messages,
+                self.max_bytes,
+            )
         return None
 
     def needs_exact(self, current: Session) -> bool:
         return False
 
+    def first_seq(self, session: Session, token: str) -> int:
+        """The first (paged) seq the landed attempt reserved; ``session`` is what it returned."""
+        tokens = session.write_tokens
+        if tokens is not None and token in tokens:
+            return token_seq(int(tokens[token]))
+        assert self.pinned_seq is not None  # not named, so a pinned attempt landed
+        return self.pinned_seq
 
-_APPEND_NAMES = {"#context": "context", "#contextBytes": "contextBytes", "#status": "status"}
-_APPEND_SET = "#context = list_append(#context, :msgs), #contextBytes = #contextBytes + :added"
-_APPEND_CONDITION = "#status = :active AND #contextBytes <= :room"
+
+_APPEND_NAMES = {
+    "#messageCount": "messageCount",
+    "#contextBytes": "contextBytes",
+    "#status": "status",
+}
+# ``if_not_exists``: a session from before context pages has no ``messageCount`` (its inline
+# messages come first; pages count from 0 after them).
+_APPEND_SET = (
+    "#messageCount = if_not_exists(#messageCount, :zero) + :n, "
+    "#contextBytes = #contextBytes + :added"
+)
+_APPEND_CONDITION = (
+    "#status = :active AND #contextBytes <= :roomb "
+    "AND (attribute_not_exists(#messageCount) OR #messageCount <= :roomn)"
+)
 _ACTIVE = {"S": Status.ACTIVE.value}
+_ZERO = {"N": "0"}
 
 
 #: The most bytes a session's attributes may take (the ``attrs`` map, sized by DynamoDB's rules:
@@ -529,3 +611,8 @@ class AttributesEdit:
     def needs_exact(self, current: Session) -> bool:
         counted = current.attribute_bytes
         return counted is None or counted + self.added > ATTRIBUTES_MAX_BYTES
+
+    def token_value(self, e: Expr, now_s: int) -> str:
+        return ":nows"
+
+    named_when_expected = False

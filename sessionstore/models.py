@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 from .codec import JSON, decode
 from .status import Status
@@ -13,10 +13,8 @@ _STATUS = {s.value: s for s in Status}
 
 
 class Context(Sequence[JSON]):
-    """A session's context messages, decoded from their JSON text on first access.
-
-    Every versioned write returns the whole item, context included, and most callers never look
-    at the messages: decoding them eagerly made each append cost more the longer the session.
+    """A session's context messages as read (``SessionStore.load``), decoded from their JSON
+    text on first access: many callers only count them or pass them on.
 
     Equality is by value: equal to another ``Context``, tuple or list holding the same messages,
     and it prints like a tuple. It is not hashable -- like a list, since messages are usually
@@ -112,15 +110,18 @@ class Attributes(Mapping[str, JSON]):
 
 @dataclass(frozen=True)
 class Session:
-    """The metadata item as read or written.
+    """The metadata item as read or written -- not the context: its messages live in page items
+    (``SessionStore.context``, ``SessionStore.load``), and ``message_count`` / ``context_bytes``
+    count what has been appended (an append whose page never landed counts, see
+    ``SessionStore.append_context``).
 
     Equal when every field is equal; hashed on ``(session_id, version, incarnation)`` -- a
-    snapshot's identity -- because neither its context nor its attributes are hashable.
-    ``incarnation`` is the create token: it tells a session apart from an earlier one that had
-    the same id.
+    snapshot's identity -- because its attributes are not hashable. ``incarnation`` is the
+    create token: it tells a session apart from an earlier one that had the same id.
 
-    ``attribute_bytes`` and ``write_tokens`` are bookkeeping the store's writes need (the
-    attributes' size bound, the request tokens of recent writes); they take no part in
+    ``attribute_bytes``, ``write_tokens`` and ``inline_context`` are bookkeeping the store
+    needs (the attributes' size bound, the request tokens of recent writes, the messages a
+    session from before context pages holds in its metadata item); they take no part in
     equality. ``None`` means the item predates them.
     """
 
@@ -131,12 +132,18 @@ class Session:
     created_at: str
     updated_at: str
     ttl: int  # epoch seconds
-    context: Context = field(default_factory=Context)
+    message_count: int = 0
     context_bytes: int = 0
     incarnation: str = field(default="", repr=False)
     attributes: Attributes = field(default_factory=Attributes)
     attribute_bytes: int | None = field(default=None, repr=False, compare=False)
     write_tokens: Mapping[str, int] | None = field(default=None, repr=False, compare=False)
+    inline_context: tuple[str, ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def paged_count(self) -> int:
+        """Messages counted in pages (``message_count`` less the inline ones)."""
+        return self.message_count - len(self.inline_context)
 
     def __hash__(self) -> int:
         return hash((self.session_id, self.version, self.incarnation))
@@ -150,6 +157,8 @@ class Session:
         counted = item.get("attrBytes")
         tokens = item.get("tk")
         context = item.get("context")
+        inline = tuple([m["S"] for m in context["L"]]) if context is not None else ()
+        count = item.get("messageCount")
         return cls(
             item["sessionId"]["S"],
             int(item["version"]["N"]),
@@ -158,17 +167,20 @@ class Session:
             item["createdAt"]["S"],
             item["updatedAt"]["S"],
             int(item["ttl"]["N"]),
-            Context(tuple([m["S"] for m in context["L"]]) if context is not None else ()),
+            len(inline) + (0 if count is None else int(count["N"])),
             int(item["contextBytes"]["N"]) if "contextBytes" in item else 0,
             item["createToken"]["S"] if "createToken" in item else "",
             Attributes({k: v["S"] for k, v in attrs["M"].items()} if attrs is not None else None),
             None if counted is None else int(counted["N"]),
             None if tokens is None else {k: int(v["N"]) for k, v in tokens["M"].items()},
+            inline,
         )
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Session:
         attr_bytes = item.get("attrBytes")
+        inline = tuple(item.get("context", ()))
+        tokens = item.get("tk")
         return cls(
             item["sessionId"],
             int(item["version"]),
@@ -177,12 +189,13 @@ class Session:
             item["createdAt"],
             item["updatedAt"],
             int(item["ttl"]),
-            Context(item.get("context", ())),
+            len(inline) + int(item.get("messageCount", 0)),
             int(item.get("contextBytes", 0)),
             item.get("createToken", ""),
             Attributes(item.get("attrs")),
             None if attr_bytes is None else int(attr_bytes),
-            item.get("tk"),
+            None if tokens is None else {k: int(v) for k, v in tokens.items()},
+            inline,
         )
 
 
@@ -215,3 +228,12 @@ class ToolCallRecord:
             recorded_at=item["recordedAt"],
             ttl=int(item["ttl"]),
         )
+
+
+class Loaded(NamedTuple):
+    """``SessionStore.load``: the metadata, the context and the live tool-call history, read by
+    one Query."""
+
+    session: Session
+    context: Context
+    tool_calls: list[ToolCallRecord]

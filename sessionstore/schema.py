@@ -3,13 +3,18 @@
 ================  ==========================  =========  =====================================
 item              sk                          mutable    holds
 ================  ==========================  =========  =====================================
-session metadata  ``metadata``                versioned  status, context, owner, ttl, ring
+session metadata  ``metadata``                versioned  status, counters, owner, ttl, tokens
+context page      ``msg#<last seq>``          never      one append's messages, first seq, ttl
 tool-call record  ``tool#<recordedAt>#<id>``  never      name, input, output, duration, ttl
 tool-call guard   ``toolid#<id>``             never      the record's sk + payload fingerprint
 ================  ==========================  =========  =====================================
 
-Sort keys sort ``metadata`` < ``tool#...`` < ``toolid#...``, so ``sk < "toolid#"`` reads the
-metadata and the history in one Query, in time order, without the guards.
+Sort keys sort ``metadata`` < ``msg#...`` < ``tool#...`` < ``toolid#...``, so
+``sk BETWEEN "metadata" AND "tool$"`` reads the metadata, the context and the history in one
+Query, each in order, without the guards; ``sk BETWEEN "metadata" AND "msg$"`` reads the
+metadata and the context alone. A page is keyed by
+its *last* message's seq (fixed width, so key order is message order): the page holding seq ``k``
+is the first one whose key is ``>= msg#<k>``, so reading from any position needs no probe.
 """
 
 from __future__ import annotations
@@ -20,6 +25,12 @@ from typing import Any
 META_SK = "metadata"
 TOOL_PREFIX = "tool#"
 GUARD_PREFIX = "toolid#"
+PAGE_PREFIX = "msg#"
+#: Just past every page key ("$" follows "#"): the upper bound of a context Query.
+PAGES_END = "msg$"
+#: Just past every tool record key and before the guards (``"tool$" < "toolid#"``).
+TOOLS_END = "tool$"
+SEQ_DIGITS = 12
 
 #: Versioned writes put their request token in slot ``w<new_version % RING_SIZE>``; a retry whose
 #: condition fails finds its own token there (in ALL_OLD) if the first attempt had landed.
@@ -36,6 +47,10 @@ def meta_key(session_id: str) -> dict[str, Any]:
 
 def ring_slot(version: int) -> str:
     return f"w{version % RING_SIZE}"
+
+
+def page_sk(last_seq: int) -> str:
+    return f"{PAGE_PREFIX}{last_seq:0{SEQ_DIGITS}d}"
 
 
 def tool_sk(recorded_at: str, tool_call_id: str) -> str:

@@ -10,10 +10,11 @@ attempt driver (``sessionstore.attempts``).
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from . import codec, schema, sizing
@@ -21,16 +22,18 @@ from .attempts import Plan, drive
 from .clock import Clock, SystemClock, format_timestamp
 from .codec import JSON
 from .errors import (
+    ContextFull,
     InvalidInput,
     ItemTooLarge,
     RecordMissing,
     ToolCallConflict,
+    Unavailable,
 )
-from .expressions import Expr
 from .ids import MAX_ID_LENGTH, MAX_TOKEN_LENGTH, IdFactory, RandomIds, validate_id, validate_token
 from .metadata_writes import (
     ATTRIBUTES_MAX_BYTES,
     EMPTY_MAP_BYTES,
+    SEQ_SPAN,
     TOKEN_CAP,
     AppendEdit,
     AttributesEdit,
@@ -40,7 +43,8 @@ from .metadata_writes import (
     Transition,
     attribute_bytes,
 )
-from .models import Session, ToolCallRecord
+from .models import Context, Loaded, Session, ToolCallRecord
+from .pages import ContextReader, WritePage, first_page_key, page_item, read_context, validate_after
 from .retry import RetryPolicy
 from .status import Status
 from .wire import install_hooks, item_to_wire, send, to_python
@@ -49,13 +53,17 @@ from .writes import CreateSession, RecordToolCall, live, tx_attribute
 R = TypeVar("R")
 
 _MAX_HINTS = 10_000  # sessions this instance keeps hints (and settled tokens) for
-_EMPTY_LIST_BYTES = sizing.value_size({"L": []})
 _MAX_TTL_SECONDS = 366 * 86400 * 10  # ten years: anything longer is a units mistake
 #: The widest numbers the metadata item can hold: DynamoDB sizes a number by its significant
 #: digits, so the reserve must use all-nines, not powers of ten (10**20 is 2 bytes, 9...9 is 11).
 _WIDEST_VERSION = int("9" * 20)
 _WIDEST_TTL = int("9" * 11)  # epoch seconds past the year 5000
-_WIDEST_CONTEXT_BYTES = int("9" * 6)  # above MAX_ITEM_BYTES
+_WIDEST_COUNT = int("9" * 12)  # ``SEQ_SPAN`` - 1: more messages than any limit allows
+_WIDEST_CONTEXT_BYTES = int("9" * 15)
+_WIDEST_TOKEN_VALUE = _WIDEST_TTL * SEQ_SPAN + _WIDEST_COUNT
+#: Defaults of the context limits (``SessionStore(max_context_messages=, max_context_bytes=)``).
+MAX_CONTEXT_MESSAGES = 100_000
+MAX_CONTEXT_BYTES = 64 * 2**20
 _WIDEST_ATTRIBUTE_BYTES = int("9" * len(str(ATTRIBUTES_MAX_BYTES)))
 
 #: Attribute names: a letter, then letters, digits, ``_ . -``; at most 64 characters.
@@ -67,6 +75,7 @@ RESERVED_ATTRIBUTE_NAMES = frozenset(
     for name in (
         *("pk", "sk", "sessionId", "session_id", "version", "status", "owner", "createdAt"),
         *("created_at", "updatedAt", "updated_at", "ttl", "context", "contextBytes"),
+        *("messageCount", "message_count"),
         *("context_bytes", "createToken", "incarnation", "attrs", "attributes", "attrBytes"),
         *("attribute_bytes", "tk", "write_tokens"),
     )
@@ -84,8 +93,8 @@ class _Hint(NamedTuple):
     tokens: Mapping[str, Any] | None  # ``tk`` as seen: old tokens there are anyone's to remove
 
 
-def _max_metadata_overhead() -> int:
-    """The most bytes the metadata item can hold besides its context messages."""
+def _max_metadata_size() -> int:
+    """The most bytes a metadata item can take (its context is in pages)."""
     token = "x" * MAX_TOKEN_LENGTH
     widest: dict[str, Any] = {
         "pk": schema.pk("x" * MAX_ID_LENGTH),
@@ -97,7 +106,7 @@ def _max_metadata_overhead() -> int:
         "createdAt": "x" * 24,
         "updatedAt": "x" * 24,
         "ttl": _WIDEST_TTL,
-        "context": [],
+        "messageCount": _WIDEST_COUNT,
         "contextBytes": _WIDEST_CONTEXT_BYTES,
         "createToken": token,
         **{tx_attribute(s): token for s in Status},
@@ -105,13 +114,16 @@ def _max_metadata_overhead() -> int:
         # a string as long as the largest attributes map is sized the same as that map
         "attrs": "x" * ATTRIBUTES_MAX_BYTES,
         "attrBytes": _WIDEST_ATTRIBUTE_BYTES,
-        "tk": {f"{i:02d}".rjust(MAX_TOKEN_LENGTH, "x"): _WIDEST_TTL for i in range(TOKEN_CAP)},
+        "tk": {
+            f"{i:02d}".rjust(MAX_TOKEN_LENGTH, "x"): _WIDEST_TOKEN_VALUE for i in range(TOKEN_CAP)
+        },
     }
-    return sizing.item_size(item_to_wire(widest)) - sizing.value_size({"L": []})
+    return sizing.item_size(item_to_wire(widest))
 
 
-#: Bytes reserved in every metadata item for everything but the context list.
-METADATA_OVERHEAD = _max_metadata_overhead()
+#: The most bytes a metadata item can take, whatever the session holds: its messages are in
+#: page items, so this bounds what every write to it is billed, however long the session.
+METADATA_OVERHEAD = _max_metadata_size()
 
 
 class SessionStore:
@@ -120,6 +132,8 @@ class SessionStore:
     ``client`` is a boto3 DynamoDB client (see ``sessionstore.connect``); ``clock`` and ``ids``
     are injected so notebooks and tests are deterministic; ``retry`` bounds the backoff on
     version conflicts (botocore's own retry mode handles throttling and network faults).
+    ``max_context_messages`` and ``max_context_bytes`` bound each session's context
+    (``ContextFull``); ``item_size_limit`` bounds each item (a page, a record).
     """
 
     def __init__(
@@ -131,11 +145,21 @@ class SessionStore:
         ids: IdFactory | None = None,
         retry: RetryPolicy | None = None,
         item_size_limit: int = sizing.MAX_ITEM_BYTES,
+        max_context_messages: int = MAX_CONTEXT_MESSAGES,
+        max_context_bytes: int = MAX_CONTEXT_BYTES,
     ) -> None:
         if not METADATA_OVERHEAD < item_size_limit <= sizing.MAX_ITEM_BYTES:
             raise InvalidInput(
                 f"item_size_limit must be in ({METADATA_OVERHEAD}, {sizing.MAX_ITEM_BYTES}]"
             )
+        for name, value, top in (
+            ("max_context_messages", max_context_messages, _WIDEST_COUNT),
+            ("max_context_bytes", max_context_bytes, _WIDEST_CONTEXT_BYTES),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= top:
+                raise InvalidInput(f"{name} must be an int in 1..{top}, got {value!r}")
+        self.max_context_messages = max_context_messages
+        self.max_context_bytes = max_context_bytes
         self.client = client
         install_hooks(client)
         self.table_name = table_name
@@ -197,8 +221,8 @@ class SessionStore:
             "createdAt": stamp,
             "updatedAt": stamp,
             "ttl": now_ms // 1000 + ttl_seconds,
-            "context": [],
-            "contextBytes": sizing.value_size({"L": []}),
+            "messageCount": 0,
+            "contextBytes": 0,
             "createToken": token,
             "attrs": attrs,
             "attrBytes": attr_bytes,
@@ -323,13 +347,24 @@ class SessionStore:
         expected_version: int | None = None,
         owner: str | None = None,
     ) -> Session:
-        """Append ``messages`` to the context list of an active session, atomically.
+        """Append ``messages`` to the context of an active session, in order and exactly once.
 
-        ``SET context = list_append(...)`` in one request; the version goes up by one. Without
-        ``expected_version`` a version conflict is retried (appends commute); with it, a conflict
-        raises ``VersionConflict(current=...)``. Raises ``ItemTooLarge`` before anything is
-        written when the messages could never fit, and from the condition's refusal when the
-        context has no room left for them.
+        Two writes (``sessionstore.pages``): an UpdateItem on the metadata item reserves the
+        next seqs under every guard (alive, owner, active, room under ``max_context_messages``
+        / ``max_context_bytes``) and bumps the version by one; then a PutItem stores the
+        messages as one immutable page. Each is billed by its own size -- the metadata item's
+        is bounded (``METADATA_OVERHEAD``), the page's is the messages' -- never by the
+        context's: typically 2 + 1 WCU per append at any context length.
+
+        Without ``expected_version`` concurrent appends never refuse each other (they commute);
+        with it, another current version raises ``VersionConflict(current=...)``. Raises
+        ``ContextFull`` when the limits would be passed (nothing written), ``ItemTooLarge`` when
+        the messages could not fit one page, before anything is sent. Returns the metadata item
+        as this append left it.
+
+        If the page cannot be written after the reservation (``Unavailable``), the messages are
+        not stored and the error says ``maybe_applied=False``: the reserved seqs stay a hole
+        that readers skip (``message_count`` counts them).
         """
         validate_id(session_id, "session_id")
         _validate_owner(owner)
@@ -339,24 +374,53 @@ class SessionStore:
             raise InvalidInput("messages must not be empty")
         _validate_expected(expected_version)
         encoded = [codec.encode(m, f"messages[{i}]") for i, m in enumerate(messages)]
-        added = sum(len(t.encode("utf-8")) + 1 for t in encoded)  # +1: list element overhead
-        # The server-side guard is on ``contextBytes`` (the context list's own size) plus a
-        # reserve for every other attribute at its widest, so "current" below is that bound.
-        budget = self.item_size_limit - METADATA_OVERHEAD
-        if _EMPTY_LIST_BYTES + added > budget:  # would not fit even an empty context: refuse
-            raise ItemTooLarge(METADATA_OVERHEAD + _EMPTY_LIST_BYTES, added, self.item_size_limit)
+        added = sum(len(t.encode("utf-8")) for t in encoded)
+        count = len(encoded)
+        if count > self.max_context_messages or added > self.max_context_bytes:
+            raise ContextFull(
+                session_id, 0, 0, count, added, self.max_context_messages, self.max_context_bytes
+            )
+        token = self._token()
+        # Sized with the widest seq and ttl: the real ones are known after the reservation.
+        page = page_item(session_id, _WIDEST_COUNT - count + 1, encoded, _WIDEST_TTL, token)
+        size = sizing.item_size(page)
+        if size > self.item_size_limit:
+            raise ItemTooLarge(0, size, self.item_size_limit, what="context page")
         edit = AppendEdit(
-            session_id, encoded, added, budget, METADATA_OVERHEAD, self.item_size_limit
+            session_id, count, added, self.max_context_messages, self.max_context_bytes
         )
+
+        reserved = False
+
+        def write_page(session: Session) -> None:
+            nonlocal reserved
+            reserved = True
+            first = edit.first_seq(session, token)
+            item = page_item(session_id, first, encoded, session.ttl, token)
+            self._drive(
+                WritePage(self.table_name, session_id, item, token),
+                f"context page of session {session_id!r}",
+            )
+
         try:
-            return self._write(session_id, owner, expected_version, edit, commutes=True)
-        except ItemTooLarge as err:
-            if not err.by_engine:
+            return self._write(
+                session_id,
+                owner,
+                expected_version,
+                edit,
+                commutes=True,
+                then=write_page,
+                token=token,
+            )
+        except Unavailable as exc:
+            if reserved or not exc.maybe_applied:
                 raise
-            # The engine's own limit came first (moto refuses UpdateItem near 200 KB).
-            seen = self._hint(session_id, owner)
-            current = METADATA_OVERHEAD + (seen.context_bytes if seen else 0)
-            raise ItemTooLarge(current, added, self.item_size_limit, by_engine=True) from None
+            # Only the reservation may have landed; the page was never sent.
+            raise Unavailable(
+                f"append to session {session_id!r}: {exc}; the messages were not stored "
+                "(a reservation may have landed, leaving a hole that readers skip)",
+                maybe_applied=False,
+            ) from exc
 
     # ------------------------------------------------------------------ tool calls
 
@@ -466,57 +530,96 @@ class SessionStore:
     def tool_calls(self, session_id: str, *, owner: str | None = None) -> Iterator[ToolCallRecord]:
         """The session's tool-call history in order of first recording, page by page.
 
-        The first page is read (and the session checked) before this returns, so a missing,
-        expired or foreign session raises here, not at the first ``next()``. Records whose ttl
-        has passed are left out: DynamoDB deletes them late and one at a time, so what a
-        reader sees must not depend on when its sweeper ran.
+        Two requests at least: the metadata item (GetItem, to check the session), then a Query
+        of the ``tool#`` range (the context pages sort between the two, so one Query would read
+        them all). The first page is read before this returns, so a missing, expired or foreign
+        session raises here, not at the first ``next()``. Records whose ttl has passed are left
+        out: DynamoDB deletes them late and one at a time, so what a reader sees must not depend
+        on when its sweeper ran.
         """
-        pages = self._history_pages(session_id, owner)
-        next(pages)  # the metadata item: checked, not yielded
-        first = next(pages)
+        self.get_session(session_id, owner=owner)
+        now_s = self.clock.now_ms() // 1000
+        items = self._items(session_id, schema.TOOL_PREFIX, schema.TOOLS_END)
+        first = next(items, None)
 
         def records() -> Iterator[ToolCallRecord]:
-            yield from first
-            for page in pages:
-                yield from page
+            if first is None:
+                return
+            for item in itertools.chain((first,), items):
+                if int(item["ttl"]) > now_s:
+                    yield ToolCallRecord.from_item(item)
 
         return records()
 
-    def load(
-        self, session_id: str, *, owner: str | None = None
-    ) -> tuple[Session, list[ToolCallRecord]]:
-        """Metadata and live history from one Query (following ``LastEvaluatedKey``)."""
-        pages = self._history_pages(session_id, owner)
-        session: Session = next(pages)
-        records = [record for page in pages for record in page]
-        return session, records
+    def context(
+        self, session_id: str, *, owner: str | None = None, after: int | None = None
+    ) -> ContextReader:
+        """Every message of the session's context in order -- or those after seq ``after`` --
+        read lazily, page item by page item, following the Query's pagination.
 
-    def _history_pages(self, session_id: str, owner: str | None) -> Iterator[Any]:
+        From the start: one Query (the metadata item sorts first and is checked before anything
+        is returned). From ``after``: a GetItem of the metadata item, then a Query that starts at
+        the page holding seq ``after + 1``. A missing, expired or foreign session raises here.
+        The reader shows the appends that had begun when it read the metadata item (a snapshot;
+        see ``pages.read_context``); its ``position`` is the seq to pass as ``after`` next time.
+        """
         validate_id(session_id, "session_id")
         _validate_owner(owner)
-        e = Expr()
+        validate_after(after)
+        now_s = self.clock.now_ms() // 1000
+        if after is None:
+            items = self._items(session_id, schema.META_SK, schema.PAGES_END)
+            head = next(items, None)
+            if head is not None and head["sk"] != schema.META_SK:
+                head = None
+            session = live(session_id, head, owner, now_s)
+            self._remember(session)
+        else:
+            session = self.get_session(session_id, owner=owner)
+            start = first_page_key(session, after) or schema.PAGE_PREFIX
+            items = self._items(session_id, start, schema.PAGES_END)
+        return ContextReader(read_context(session, items, after, now_s), after)
+
+    def load(self, session_id: str, *, owner: str | None = None) -> Loaded:
+        """Metadata, context and live tool-call history from one Query (``metadata`` to the last
+        ``tool#`` key, following ``LastEvaluatedKey``): ``Loaded(session, context, tool_calls)``."""
+        validate_id(session_id, "session_id")
+        _validate_owner(owner)
+        now_s = self.clock.now_ms() // 1000
+        items = self._items(session_id, schema.META_SK, schema.TOOLS_END)
+        head = next(items, None)
+        if head is not None and head["sk"] != schema.META_SK:
+            head = None
+        session = live(session_id, head, owner, now_s)
+        self._remember(session)
+        page_items: list[dict[str, Any]] = []
+        records: list[ToolCallRecord] = []
+        for item in items:
+            if item["sk"].startswith(schema.PAGE_PREFIX):
+                page_items.append(item)
+            elif int(item["ttl"]) > now_s:
+                records.append(ToolCallRecord.from_item(item))
+        texts = [text for _, text in read_context(session, page_items, None, now_s)]
+        return Loaded(session, Context(tuple(texts)), records)
+
+    def _items(self, session_id: str, low: str, high: str) -> Iterator[dict[str, Any]]:
+        """The items of one session with ``low <= sk <= high`` in key order, strongly
+        consistent, one Query page at a time (python-typed)."""
         request: dict[str, Any] = {
             "TableName": self.table_name,
-            "KeyConditionExpression": (
-                f"{e.n('pk')} = {e.v(schema.pk(session_id))} AND "
-                f"{e.n('sk')} < {e.v(schema.GUARD_PREFIX)}"
-            ),
+            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :low AND :high",
+            "ExpressionAttributeNames": {"#pk": "pk", "#sk": "sk"},
+            "ExpressionAttributeValues": {
+                ":pk": {"S": schema.pk(session_id)},
+                ":low": {"S": low},
+                ":high": {"S": high},
+            },
             "ConsistentRead": True,
-            **e.params(),
         }
-        now_s = self.clock.now_ms() // 1000
-        first = True
         while True:
             response = self._call("query", request)
-            items = [to_python(i) or {} for i in response.get("Items", [])]
-            if first:
-                head = items[0] if items and items[0].get("sk") == schema.META_SK else None
-                session = live(session_id, head, owner, now_s)
-                self._remember(session)
-                yield session
-                items = items[1:]
-                first = False
-            yield [ToolCallRecord.from_item(i) for i in items if int(i["ttl"]) > now_s]
+            for item in response.get("Items", []):
+                yield to_python(item) or {}
             if "LastEvaluatedKey" not in response:
                 return
             request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
@@ -531,11 +634,14 @@ class SessionStore:
         edit: Edit,
         *,
         commutes: bool,
+        then: Callable[[Session], None] | None = None,
+        token: str | None = None,
     ) -> Session:
         """A write to the metadata item (``metadata_writes.SessionWrite``). A commuting edit without
         ``expected`` needs no version; otherwise the first attempt is pinned to the caller's
-        version, this instance's hint, or -- on a cold instance -- one read."""
-        token = self._token()
+        version, this instance's hint, or -- on a cold instance -- one read. ``then`` runs on
+        the result before the write's token is given up (an append's page write)."""
+        token = self._token() if token is None else token
         seen = self._hint(session_id, owner)
         version: int | None
         if expected is not None:
@@ -566,7 +672,10 @@ class SessionStore:
             settled=settled,
         )
         try:
-            return self._drive(plan, f"write to session {session_id!r}")
+            session = self._drive(plan, f"write to session {session_id!r}")
+            if then is not None:
+                then(session)
+            return session
         finally:
             if plan.named or plan.removed:
                 self._settle(session_id, token if plan.named else None, plan.removed)

@@ -106,6 +106,10 @@ class ToolSession:
     async def get(self) -> Session:
         return await self.store.get_session(self.session_id, owner=self.owner)
 
+    async def context(self) -> list[JSON]:
+        """Every message of the session's context so far, in order."""
+        return [m async for m in await self.store.context(self.session_id, owner=self.owner)]
+
     async def history(self) -> list[ToolCallRecord]:
         """The calls recorded so far, in order (this one is recorded after the tool returns)."""
         return [r async for r in await self.store.tool_calls(self.session_id, owner=self.owner)]

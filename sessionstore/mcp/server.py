@@ -169,13 +169,13 @@ async def note(text: str) -> dict[str, Any]:
     if not text or len(text) > 10_000:
         raise ToolError("a note is 1-10,000 characters")
     session = await current_session().append({"role": "note", "text": text})
-    return {"position": len(session.context), "version": session.version}
+    return {"position": session.message_count, "version": session.version}
 
 
 async def notes() -> list[str]:
     """Every note of this session, oldest first."""
-    session = await current_session().get()
-    return [m["text"] for m in session.context if isinstance(m, dict) and m.get("role") == "note"]
+    context = await current_session().context()
+    return [m["text"] for m in context if isinstance(m, dict) and m.get("role") == "note"]
 
 
 def create_app(server: MCPServer, *, host: str = "127.0.0.1") -> Starlette:

@@ -1,0 +1,172 @@
+"""Context pages: a session's messages, one immutable item per append.
+
+An append is two writes (``SessionStore.append_context``):
+
+1. the metadata item reserves the seqs -- ``messageCount`` goes up by the number of messages,
+   under every guard of a metadata write (alive, owner, active, room left, the request token in
+   ``tk``; ``metadata_writes.AppendEdit``);
+2. ``WritePage`` puts the page ``msg#<last seq>`` holding them, with the session's ttl.
+
+Why not one transaction: a transactional write costs 2 WCU per started KB of *each* item, so
+meta + page costs at least 4 WCU however small both are; the two plain writes cost 1 per KB of
+each (typically 2 + 1). The price is that the two can come apart, and readers are written for
+it (``read_context``):
+
+* a page lands after its reservation, so a reader can find a seq reserved and its page not yet
+  there (an append in flight), or never there (the append failed between its two steps and
+  said so: ``Unavailable(maybe_applied=False)``, the messages were not stored). Either way the
+  reader skips the hole and never shows a message twice; an append in flight shows up on a
+  later read;
+* a lost response on step 1 is settled by the token (its ``tk`` entry says which seqs the
+  landed attempt reserved, so the page goes where it belongs, once); on step 2 by the page's own
+  ``token`` (a refused re-send that finds it means ours landed). Neither duplicates or drops a
+  page.
+
+Pages never change and are never deleted by the store: TTL removes them with the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from . import schema
+from .codec import JSON, decode
+from .errors import DynamoDBError, InvalidInput, SessionStoreError
+from .models import Session
+from .wire import Cancelled, ConditionFailed
+from .writes import gave_up
+
+#: A page's attribute names (they count in every page's size).
+FIRST = "first"  # the seq of its first message
+MESSAGES = "messages"  # the messages' JSON text, in order
+TOKEN = "token"  # the append's request token
+
+
+def page_item(
+    session_id: str, first: int, messages: list[str], ttl: int, token: str
+) -> dict[str, Any]:
+    """The page item, low-level."""
+    return {
+        "pk": {"S": schema.pk(session_id)},
+        "sk": {"S": schema.page_sk(first + len(messages) - 1)},
+        FIRST: {"N": str(first)},
+        MESSAGES: {"L": [{"S": m} for m in messages]},
+        "ttl": {"N": str(ttl)},
+        TOKEN: {"S": token},
+    }
+
+
+class WritePage:
+    """PutItem of one page, if its key is free -- or held by a page whose ttl has passed (an
+    earlier session under the same id, not yet swept: TTL deletes late). A refusal that finds
+    our token means our lost attempt landed."""
+
+    operation = "put_item"
+
+    def __init__(self, table: str, session_id: str, item: dict[str, Any], token: str) -> None:
+        self.session_id = session_id
+        self.token = token
+        self.table = table
+        self.item = item
+
+    def request(self, now_ms: int) -> dict[str, Any]:
+        return {
+            "TableName": self.table,
+            "Item": self.item,
+            "ConditionExpression": "attribute_not_exists(#pk) OR #ttl <= :nows",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            "ExpressionAttributeNames": {"#pk": "pk", "#ttl": "ttl"},
+            "ExpressionAttributeValues": {":nows": {"N": str(now_ms // 1000)}},
+        }
+
+    def succeeded(self, response: dict[str, Any]) -> None:
+        return None
+
+    def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> None:
+        assert isinstance(failure, ConditionFailed)
+        old = failure.old
+        if old is not None and old.get(TOKEN) == self.token:
+            return None  # our lost attempt had landed
+        # A live page under a seq the metadata item gave us: something wrote outside the store.
+        raise DynamoDBError(
+            "ConditionalCheckFailedException",
+            f"page {self.item['sk']['S']!r} of session {self.session_id!r} is held by another "
+            f"write (token {None if old is None else old.get(TOKEN)!r})",
+        )
+
+    def maybe_landed(self) -> None:
+        pass
+
+    def exhausted(self, attempts: int) -> SessionStoreError:
+        return gave_up(f"context page of session {self.session_id!r}", attempts)
+
+
+class ContextReader(Iterator[JSON]):
+    """The messages of a session's context in order, read lazily (``SessionStore.context``).
+
+    ``position`` is the seq of the last message handed out (or the ``after`` it started from,
+    None before the first): pass it as ``after`` to read on from there later.
+    """
+
+    def __init__(self, texts: Iterator[tuple[int, str]], after: int | None) -> None:
+        self._texts = texts
+        self.position = after
+
+    def __iter__(self) -> ContextReader:
+        return self
+
+    def __next__(self) -> JSON:
+        seq, text = next(self._texts)
+        self.position = seq
+        return decode(text)
+
+
+def validate_after(after: object) -> int | None:
+    if after is not None and (isinstance(after, bool) or not isinstance(after, int) or after < 0):
+        raise InvalidInput("after must be None or a seq (an int >= 0)")
+    return after
+
+
+def first_page_key(session: Session, after: int | None) -> str | None:
+    """Where a page Query starts for messages after ``after``: the key of the page that holds
+    seq ``after + 1`` is the first one at or above ``msg#<after + 1>`` (pages are keyed by their
+    last seq). None: start with the first page."""
+    inline = len(session.inline_context)
+    if after is None or after + 1 <= inline:
+        return None
+    return schema.page_sk(after + 1 - inline)
+
+
+def read_context(
+    session: Session,
+    page_items: Iterable[dict[str, Any]],
+    after: int | None,
+    now_s: int,
+) -> Iterator[tuple[int, str]]:
+    """``(seq, JSON text)`` of every message after ``after`` in the context as ``session`` (the
+    metadata item read first) counts it: the inline messages of a session from before pages,
+    then the pages in key order (python-typed items, as they come from the Query).
+
+    Only seqs the metadata item had reserved when it was read are shown, so a read is a snapshot
+    of the appends that had begun by then; holes (an append in flight, or one that failed
+    between its two writes) are skipped. Pages whose ttl has passed belong to an earlier session
+    under the same id, not yet swept: left out.
+    """
+    inline = session.inline_context
+    offset = len(inline)
+    start = -1 if after is None else after
+    for seq, text in enumerate(inline):
+        if seq > start:
+            yield seq, text
+    reserved = session.paged_count
+    for item in page_items:
+        if int(item["ttl"]) <= now_s:
+            continue
+        first = int(item[FIRST])
+        if first >= reserved:
+            return  # reserved after the metadata item was read: not in this snapshot
+        for i, text in enumerate(item[MESSAGES]):
+            seq = offset + first + i
+            if seq > start and first + i < reserved:
+                yield seq, text
