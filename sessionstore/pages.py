@@ -14,9 +14,11 @@ it (``read_context``):
 
 * a page lands after its reservation, so a reader can find a seq reserved and its page not yet
   there (an append in flight), or never there (the append failed between its two steps and
-  said so: ``Unavailable(maybe_applied=False)``, the messages were not stored). Either way the
-  reader skips the hole and never shows a message twice; an append in flight shows up on a
-  later read;
+  said so: ``Unavailable(maybe_applied=False)``, the messages were not stored). The metadata
+  item tells the two apart: an append's ``tk`` entry holds its first seq and its time. A reader
+  stops before a hole that a recent append (``IN_FLIGHT_S``) reserved -- so what it shows is
+  always a prefix of what the context will be, and reading on from ``position`` later misses
+  nothing -- and skips an older hole. It never shows a message twice;
 * a lost response on step 1 is settled by the token (its ``tk`` entry says which seqs the
   landed attempt reserved, so the page goes where it belongs, once); on step 2 by the page's own
   ``token`` (a refused re-send that finds it means ours landed). Neither duplicates or drops a
@@ -33,6 +35,7 @@ from typing import Any
 from . import schema
 from .codec import JSON, decode
 from .errors import DynamoDBError, InvalidInput, SessionStoreError
+from .metadata_writes import SEQ_SPAN, token_seq, token_time
 from .models import Session
 from .wire import Cancelled, ConditionFailed
 from .writes import gave_up
@@ -41,6 +44,11 @@ from .writes import gave_up
 FIRST = "first"  # the seq of its first message
 MESSAGES = "messages"  # the messages' JSON text, in order
 TOKEN = "token"  # the append's request token
+
+#: A hole whose reservation is younger than this (seconds) may still be filled: readers stop
+#: before it. A page follows its reservation at once; only botocore's retries delay it, and
+#: a reservation whose page never came is skipped after this long.
+IN_FLIGHT_S = 120
 
 
 def page_item(
@@ -149,9 +157,10 @@ def read_context(
     then the pages in key order (python-typed items, as they come from the Query).
 
     Only seqs the metadata item had reserved when it was read are shown, so a read is a snapshot
-    of the appends that had begun by then; holes (an append in flight, or one that failed
-    between its two writes) are skipped. Pages whose ttl has passed belong to an earlier session
-    under the same id, not yet swept: left out.
+    of the appends that had begun by then. At a hole whose reservation is recent (an append in
+    flight) the read ends; an older hole (an append that failed between its two writes) is
+    skipped. Pages whose ttl has passed belong to an earlier session under the same id, not yet
+    swept: left out.
     """
     inline = session.inline_context
     offset = len(inline)
@@ -160,13 +169,31 @@ def read_context(
         if seq > start:
             yield seq, text
     reserved = session.paged_count
+    recent = _recent_reservations(session, now_s)
+    expected = max(0, start + 1 - offset)  # the paged seq the next page should start at
     for item in page_items:
         if int(item["ttl"]) <= now_s:
             continue
         first = int(item[FIRST])
         if first >= reserved:
             return  # reserved after the metadata item was read: not in this snapshot
-        for i, text in enumerate(item[MESSAGES]):
+        if first > expected and any(expected <= r < first for r in recent):
+            return  # an append in flight: what follows the hole waits for it
+        messages = item[MESSAGES]
+        for i, text in enumerate(messages):
             seq = offset + first + i
             if seq > start and first + i < reserved:
                 yield seq, text
+        expected = first + len(messages)
+
+
+def _recent_reservations(session: Session, now_s: int) -> list[int]:
+    """First seqs of the appends named in ``tk`` that reserved them less than ``IN_FLIGHT_S``
+    ago (other writes' entries hold a bare time, below ``SEQ_SPAN``)."""
+    tokens = session.write_tokens or {}
+    horizon = now_s - IN_FLIGHT_S
+    return [
+        token_seq(v)
+        for value in tokens.values()
+        if (v := int(value)) >= SEQ_SPAN and token_time(v) > horizon
+    ]
