@@ -1,4 +1,5 @@
-"""append_context: one request, versioned, never a ghost, exactly once under lost responses."""
+"""append_context: a reservation on the metadata item and one page, versioned, never a ghost,
+exactly once under lost responses, within the context limits."""
 
 from __future__ import annotations
 
@@ -9,24 +10,43 @@ from botocore.exceptions import ClientError
 
 import sessionstore as ss
 from sessionstore import sizing
-from sessionstore.metadata_writes import ATTRIBUTES_MAX_BYTES, TOKEN_CAP, TOKEN_HORIZON_S
+from sessionstore.metadata_writes import TOKEN_CAP, TOKEN_HORIZON_S
 from sessionstore.store import METADATA_OVERHEAD
 from sessionstore.testing import Fault, FaultInjector, RequestLog, source_design
 
 from .conftest import scan
 
 
-def test_append_is_one_request_and_bumps_the_version(
-    store: ss.SessionStore, active: ss.Session, requests: RequestLog
+def _context(store: ss.SessionStore, sid: str, owner: str | None = "alice") -> list[Any]:
+    return list(store.context(sid, owner=owner))
+
+
+def _pages(client: Any, table: str) -> dict[str, tuple[int, list[str]]]:
+    """Every page item: sk -> (first seq, message texts)."""
+    return {
+        i["sk"]["S"]: (int(i["first"]["N"]), [m["S"] for m in i["messages"]["L"]])
+        for i in scan(client, table)
+        if i["sk"]["S"].startswith("msg#")
+    }
+
+
+def test_append_reserves_on_the_metadata_item_then_writes_one_page(
+    store: ss.SessionStore, active: ss.Session, client: Any, table: str, requests: RequestLog
 ) -> None:
     s1 = store.append_context(active.session_id, [{"role": "user", "content": "hi"}], owner="alice")
     s2 = store.append_context(active.session_id, ["a", "b"], owner="alice")
-    assert requests.counts() == {"UpdateItem": 2}
+    assert requests.operations == ["UpdateItem", "PutItem"] * 2
     assert (s1.version, s2.version) == (active.version + 1, active.version + 2)
-    assert s2.context == ({"role": "user", "content": "hi"}, "a", "b")
-    assert s2.context_bytes == sizing.value_size(
-        {"L": [{"S": '{"role":"user","content":"hi"}'}, {"S": '"a"'}, {"S": '"b"'}]}
-    )
+    assert (s1.message_count, s2.message_count) == (1, 3)
+    assert _context(store, active.session_id) == [{"role": "user", "content": "hi"}, "a", "b"]
+    assert s2.context_bytes == len('{"role":"user","content":"hi"}"a""b"')
+    # keyed by each page's last seq, so key order is message order
+    assert _pages(client, table) == {
+        "msg#000000000000": (0, ['{"role":"user","content":"hi"}']),
+        "msg#000000000002": (1, ['"a"', '"b"']),
+    }
+    meta = _raw_meta(client, table, active.session_id)
+    assert "context" not in meta and meta["messageCount"] == {"N": "3"}
 
 
 def test_expected_version_conflict_carries_the_current_session(
@@ -38,9 +58,10 @@ def test_expected_version_conflict_carries_the_current_session(
         store.append_context(
             active.session_id, ["stale"], owner="alice", expected_version=active.version
         )
-    assert requests.count == 1
+    assert requests.operations == ["UpdateItem"]  # refused: no page written
     assert err.value.current.version == active.version + 1
-    assert err.value.current.context == ("first",)
+    assert err.value.current.message_count == 1
+    assert _context(store, active.session_id) == ["first"]
 
 
 def test_without_expected_version_appends_commute_one_request_each(
@@ -55,11 +76,11 @@ def test_without_expected_version_appends_commute_one_request_each(
     for a version -- and a cold instance needs no read first."""
     other = ss.SessionStore(client, table, clock=clock)
     theirs = other.append_context(active.session_id, ["theirs"], owner="alice")
-    assert requests.counts() == {"UpdateItem": 1}
+    assert requests.operations == ["UpdateItem", "PutItem"]
     requests.reset()
     mine = store.append_context(active.session_id, ["mine"], owner="alice")  # stale hint
-    assert requests.counts() == {"UpdateItem": 1}
-    assert mine.context == ("theirs", "mine")
+    assert requests.operations == ["UpdateItem", "PutItem"]
+    assert _context(store, active.session_id) == ["theirs", "mine"]
     assert (theirs.version, mine.version) == (active.version + 1, active.version + 2)
 
 
@@ -98,8 +119,9 @@ def test_a_full_token_map_falls_back_to_a_pinned_write(
     late = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds("late"))
     requests.reset()
     result = late.append_context(sid, ["late"], owner="alice")
-    assert requests.counts() == {"UpdateItem": 2}  # refused by the cap, then pinned
-    assert list(result.context) == [*range(TOKEN_CAP), "late"]
+    # refused by the cap, then pinned (its seq known from the exact item ALL_OLD showed)
+    assert requests.operations == ["UpdateItem", "UpdateItem", "PutItem"]
+    assert _context(store_of(client, table, clock), sid) == [*range(TOKEN_CAP), "late"]
     assert result.version == active.version + TOKEN_CAP + 1
     assert len(_raw_meta(client, table, sid)["tk"]["M"]) == TOKEN_CAP
 
@@ -117,7 +139,7 @@ def test_an_item_from_before_the_token_map_still_takes_appends(
     first = cold.append_context(sid, ["a"], owner="alice")  # refused, then pinned: map created
     second = cold.append_context(sid, ["b"], owner="alice")  # commutes again
     assert (first.version, second.version) == (active.version + 1, active.version + 2)
-    assert list(second.context) == ["a", "b"]
+    assert _context(cold, sid) == ["a", "b"]
     assert set(_raw_meta(client, table, sid)["tk"]["M"]) == {"ct-0002"}
     updated = cold.update_attributes(sid, {"title": "old item"}, owner="alice")
     assert dict(updated.attributes) == {"title": "old item"}
@@ -185,9 +207,22 @@ def test_lost_response_appends_once(
     with FaultInjector(client, script=[Fault.LOST_RESPONSE]) as faults:
         result = store.append_context(active.session_id, ["once"], owner="alice")
     assert faults.injected[Fault.LOST_RESPONSE] == 1
-    assert requests.counts() == {"UpdateItem": 2}  # applied, response lost; retry sees token
-    assert result.context == ("once",)
+    # applied, response lost; the retry finds the token and the seq it reserved
+    assert requests.operations == ["UpdateItem", "UpdateItem", "PutItem"]
+    assert _context(store, active.session_id) == ["once"]
+    assert result.version == active.version + 1
     assert store.get_session(active.session_id, owner="alice").version == active.version + 1
+
+
+def test_lost_response_on_the_page_writes_it_once(
+    store: ss.SessionStore, active: ss.Session, client: Any, table: str, requests: RequestLog
+) -> None:
+    with FaultInjector(client, script=[Fault.LOST_RESPONSE], operations=["PutItem"]) as faults:
+        store.append_context(active.session_id, ["once"], owner="alice")
+    assert faults.injected[Fault.LOST_RESPONSE] == 1
+    assert requests.operations == ["UpdateItem", "PutItem", "PutItem"]  # re-sent, refused: ours
+    assert _pages(client, table) == {"msg#000000000000": (0, ['"once"'])}
+    assert _context(store, active.session_id) == ["once"]
 
 
 def test_lost_responses_on_every_attempt_of_botocore_then_ours(
@@ -195,9 +230,12 @@ def test_lost_responses_on_every_attempt_of_botocore_then_ours(
 ) -> None:
     # Five lost responses exhaust botocore's attempts; our own retry then finds the token.
     with FaultInjector(client, script=[Fault.LOST_RESPONSE] * 5) as faults:
-        result = store.append_context(active.session_id, ["once"], owner="alice")
+        store.append_context(active.session_id, ["once"], owner="alice")
     assert faults.injected[Fault.LOST_RESPONSE] == 5
-    assert result.context == ("once",)
+    assert _context(store, active.session_id) == ["once"]
+    with FaultInjector(client, script=[Fault.LOST_RESPONSE] * 5, operations=["PutItem"]):
+        store.append_context(active.session_id, ["twice"], owner="alice")
+    assert _context(store, active.session_id) == ["once", "twice"]
 
 
 def _raw_meta(client: Any, table: str, sid: str) -> dict[str, Any]:
@@ -236,72 +274,93 @@ def test_lost_response_on_update_status_applies_once(
     assert result.version == active.version + 1
 
 
-def test_item_too_large_is_refused_by_the_condition_and_writes_nothing(
+def store_of(client: Any, table: str, clock: ss.ManualClock, **limits: int) -> ss.SessionStore:
+    return ss.SessionStore(client, table, clock=clock, **limits)
+
+
+@pytest.mark.parametrize(
+    ("limits", "message"),
+    [({"max_context_messages": 5}, "m"), ({"max_context_bytes": 5 * 1_002}, "x" * 1_000)],
+)
+def test_a_full_context_is_refused_by_the_condition_and_writes_nothing(
+    client: Any,
+    table: str,
+    clock: ss.ManualClock,
+    requests: RequestLog,
+    limits: dict[str, int],
+    message: str,
+) -> None:
+    """Five messages fit, the sixth does not -- refused by the server-side guard in one request,
+    for this instance and for one whose hint is stale (a hint never refuses by itself)."""
+    store = store_of(client, table, clock, **limits)
+    sid = store.activate(store.create_session().session_id).session_id
+    stale = store_of(client, table, clock, **limits)
+    stale.get_session(sid)  # remembers an empty context
+    for _ in range(5):
+        store.append_context(sid, [message])
+    before = scan(client, table)
+    for instance in (store, stale):
+        requests.reset()
+        with pytest.raises(ss.ContextFull) as caught:
+            instance.append_context(sid, [message])
+        assert requests.operations == ["UpdateItem"]
+        assert scan(client, table) == before
+    err = caught.value
+    assert (err.messages, err.bytes) == (5, 5 * len(f'"{message}"'))
+    assert (err.added_messages, err.added_bytes) == (1, len(f'"{message}"'))
+    assert "is full" in str(err)
+
+
+def test_an_append_over_the_limits_by_itself_is_refused_before_sending(
     client: Any, table: str, clock: ss.ManualClock, requests: RequestLog
 ) -> None:
-    """A full context is refused by the server-side guard in one request: the instance's hint
-    is never a reason to refuse by itself (it may be another incarnation's)."""
-    limit = 20_000
+    store = store_of(client, table, clock, max_context_messages=3, max_context_bytes=100)
+    sid = store.activate(store.create_session().session_id).session_id
+    requests.reset()
+    with pytest.raises(ss.ContextFull):
+        store.append_context(sid, ["a", "b", "c", "d"])
+    with pytest.raises(ss.ContextFull):
+        store.append_context(sid, ["x" * 100])
+    assert requests.count == 0
+    assert store.get_session(sid).version == 2
+
+
+def test_a_page_that_could_not_fit_one_item_is_refused_before_sending(
+    client: Any, table: str, clock: ss.ManualClock, requests: RequestLog
+) -> None:
+    limit = METADATA_OVERHEAD + 1_000
     store = ss.SessionStore(client, table, clock=clock, item_size_limit=limit)
     sid = store.activate(store.create_session().session_id).session_id
-    chunk = "x" * 4_000
-    while True:
-        try:
-            store.append_context(sid, [chunk])
-        except ss.ItemTooLarge as err:
-            too_large = err
-            break
-    before = store.get_session(sid)
-    requests.reset()
-    with pytest.raises(ss.ItemTooLarge):
-        store.append_context(sid, [chunk])
-    assert requests.count == 1  # one refused UpdateItem, no read, no retry
-    assert too_large.limit == limit and too_large.current + too_large.added > limit
-    assert sizing.item_size(_raw_meta(client, table, sid)) <= limit
-    assert store.get_session(sid) == before
-
-
-def test_item_too_large_from_another_instance_is_caught_by_the_condition(
-    client: Any, table: str, clock: ss.ManualClock, requests: RequestLog
-) -> None:
-    limit = METADATA_OVERHEAD + 17_000  # room for four 4 KB messages, not five
-    writer = ss.SessionStore(client, table, clock=clock, item_size_limit=limit)
-    sid = writer.activate(writer.create_session().session_id).session_id
-    stale = ss.SessionStore(client, table, clock=clock, item_size_limit=limit)
-    stale.get_session(sid)  # caches a small contextBytes
-    for _ in range(4):
-        writer.append_context(sid, ["y" * 4_000])
-    before = writer.get_session(sid)
-    requests.reset()
-    with pytest.raises(ss.ItemTooLarge):
-        stale.append_context(sid, ["z" * 4_000])
-    assert requests.count == 1  # the server-side guard refused it
-    assert writer.get_session(sid) == before
-
-
-def test_messages_that_could_never_fit_are_refused_before_sending(
-    client: Any, table: str, clock: ss.ManualClock, requests: RequestLog
-) -> None:
-    limit = 20_000
-    store = ss.SessionStore(client, table, clock=clock, item_size_limit=limit)
-    sid = store.activate(store.create_session().session_id).session_id
+    store.append_context(sid, ["x" * (limit - 300)])  # a page of its own: fits
     requests.reset()
     with pytest.raises(ss.ItemTooLarge) as caught:
         store.append_context(sid, ["x" * limit])
     assert requests.count == 0
-    assert caught.value.added > limit - METADATA_OVERHEAD
-    assert store.get_session(sid).version == 2
+    assert caught.value.what == "context page" and caught.value.added > limit
+    assert store.get_session(sid).version == 3
 
 
-def test_largest_context_that_fits(client: Any, table: str, clock: ss.ManualClock) -> None:
-    """With the default 409,600 B limit, the context list may reach limit - reserve."""
-    limit = sizing.MAX_ITEM_BYTES
-    store = ss.SessionStore(client, table, clock=clock)
-    assert store.item_size_limit == limit
-    budget = limit - METADATA_OVERHEAD
-    print(f"reserve for metadata attributes: {METADATA_OVERHEAD} B; context budget {budget} B")
-    # ids, stamps, tokens (ring and map) about 3 KB, and the session's attributes (4 KiB)
-    assert ATTRIBUTES_MAX_BYTES < METADATA_OVERHEAD < ATTRIBUTES_MAX_BYTES + 3_500
+@pytest.mark.parametrize("limit", [0, -1, True, 1.5, 10**15])
+def test_context_limits_are_validated(client: Any, table: str, limit: Any) -> None:
+    with pytest.raises(ss.InvalidInput):
+        ss.SessionStore(client, table, max_context_messages=limit)
+    with pytest.raises(ss.InvalidInput):
+        ss.SessionStore(client, table, max_context_bytes=limit if limit != 10**15 else 10**16)
+
+
+def test_the_metadata_item_is_bounded_however_long_the_context(
+    store: ss.SessionStore, active: ss.Session, client: Any, table: str
+) -> None:
+    """Its size no longer follows the context: what every write to it is billed stays flat."""
+    sid = active.session_id
+    sizes = []
+    for n in range(40):
+        store.append_context(sid, ["m" * 2_000], owner="alice")
+        if n in (19, 39):
+            sizes.append(sizing.item_size(_raw_meta(client, table, sid)))
+    assert sizes[0] == sizes[1] < 2 * sizing.WRITE_UNIT_BYTES
+    # the widest item it could ever be: ids, stamps, tokens (ring and map), 4 KiB attributes
+    assert sizes[1] < METADATA_OVERHEAD < 8_000
 
 
 @pytest.mark.parametrize(
