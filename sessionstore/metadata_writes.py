@@ -3,7 +3,8 @@
 Plans for the attempt driver like the rest of ``sessionstore.writes`` (request builders and
 outcome interpreters; nothing here sends, reads or sleeps). A transition names its token in
 ``tx_<status>``; every other change to the item is a ``SessionWrite`` carrying an ``Edit``
-(``StatusEdit``, ``AppendEdit``, ``AttributesEdit``), pinned to a version or commuting.
+(``StatusEdit``, ``AttributesEdit``, and ``pages.AppendEdit``), pinned to a version or
+commuting.
 
 Why appends and attribute changes *commute* (issue 12): without ``expected_version`` such a
 write is right on top of any version -- a retried version conflict re-sent the same change on the
@@ -28,7 +29,6 @@ from .attempts import RETRY, Retry
 from .clock import format_timestamp
 from .errors import (
     ConflictRetriesExhausted,
-    ContextFull,
     DynamoDBError,
     InvalidTransition,
     ItemTooLarge,
@@ -437,100 +437,6 @@ class StatusEdit:
         return ":nows"
 
     named_when_expected = False
-
-
-class AppendEdit:
-    """``append_context``, its first step: reserve the next ``count`` seqs of an active session
-    whose context has room, and count the bytes -- the messages themselves go to a page item
-    afterwards (``pages.WritePage``), so this write's size never depends on the context's.
-
-    ``messageCount`` only grows, so the room condition needs no exact item and appends commute.
-    The seqs reserved are ``[messageCount before, messageCount after)``: a commuting attempt
-    keeps the first one in its ``tk`` entry (``SEQ_SPAN``), so a lost response still tells
-    which seqs the landed attempt got; a pinned attempt is built on the exact item and knows it.
-    """
-
-    named_when_expected = True
-
-    def __init__(
-        self,
-        session_id: str,
-        count: int,
-        added: int,
-        max_messages: int,
-        max_bytes: int,
-    ) -> None:
-        self.session_id = session_id
-        self.count = count
-        self.added = added
-        self.max_messages = max_messages
-        self.max_bytes = max_bytes
-        self.pinned_seq: int | None = None  # the first seq of the last pinned attempt
-
-    def clauses(self, e: Expr, exact: Session | None) -> tuple[str, str, str]:
-        e.names.update(_APPEND_NAMES)
-        values = e.values
-        values[":n"] = {"N": str(self.count)}
-        values[":added"] = {"N": str(self.added)}
-        values[":zero"] = _ZERO
-        values[":roomn"] = {"N": str(self.max_messages - self.count)}
-        values[":roomb"] = {"N": str(self.max_bytes - self.added)}
-        values[":active"] = _ACTIVE
-        if exact is not None:
-            self.pinned_seq = exact.paged_count
-        return _APPEND_SET, "", _APPEND_CONDITION
-
-    def token_value(self, e: Expr, now_s: int) -> str:
-        e.values[":stamp"] = {"N": str(now_s * SEQ_SPAN)}
-        return "if_not_exists(#messageCount, :zero) + :stamp"
-
-    def judge(self, current: Session) -> Session | None:
-        if current.status is not Status.ACTIVE:
-            raise SessionNotActive(self.session_id, current.status)
-        if (
-            current.paged_count + self.count > self.max_messages
-            or current.context_bytes + self.added > self.max_bytes
-        ):
-            raise ContextFull(
-                self.session_id,
-                current.paged_count,
-                current.context_bytes,
-                self.count,
-                self.added,
-                self.max_messages,
-                self.max_bytes,
-            )
-        return None
-
-    def needs_exact(self, current: Session) -> bool:
-        return False
-
-    def first_seq(self, session: Session, token: str) -> int:
-        """The first (paged) seq the landed attempt reserved; ``session`` is what it returned."""
-        tokens = session.write_tokens
-        if tokens is not None and token in tokens:
-            return token_seq(int(tokens[token]))
-        assert self.pinned_seq is not None  # not named, so a pinned attempt landed
-        return self.pinned_seq
-
-
-_APPEND_NAMES = {
-    "#messageCount": "messageCount",
-    "#contextBytes": "contextBytes",
-    "#status": "status",
-}
-# ``if_not_exists``: a session from before context pages has no ``messageCount`` (its inline
-# messages come first; pages count from 0 after them).
-_APPEND_SET = (
-    "#messageCount = if_not_exists(#messageCount, :zero) + :n, "
-    "#contextBytes = #contextBytes + :added"
-)
-_APPEND_CONDITION = (
-    "#status = :active AND #contextBytes <= :roomb "
-    "AND (attribute_not_exists(#messageCount) OR #messageCount <= :roomn)"
-)
-_ACTIVE = {"S": Status.ACTIVE.value}
-_ZERO = {"N": "0"}
 
 
 #: The most bytes a session's attributes may take (the ``attrs`` map, sized by DynamoDB's rules:

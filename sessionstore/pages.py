@@ -34,9 +34,11 @@ from typing import Any
 
 from . import schema
 from .codec import JSON, decode
-from .errors import DynamoDBError, InvalidInput, SessionStoreError
+from .errors import ContextFull, DynamoDBError, InvalidInput, SessionNotActive, SessionStoreError
+from .expressions import Expr
 from .metadata_writes import SEQ_SPAN, token_seq, token_time
 from .models import Session
+from .status import Status
 from .wire import Cancelled, ConditionFailed
 from .writes import gave_up
 
@@ -63,6 +65,100 @@ def page_item(
         "ttl": {"N": str(ttl)},
         TOKEN: {"S": token},
     }
+
+
+class AppendEdit:
+    """``append_context``, its first step: reserve the next ``count`` seqs of an active session
+    whose context has room, and count the bytes -- the messages themselves go to a page item
+    afterwards (``pages.WritePage``), so this write's size never depends on the context's.
+
+    ``messageCount`` only grows, so the room condition needs no exact item and appends commute.
+    The seqs reserved are ``[messageCount before, messageCount after)``: a commuting attempt
+    keeps the first one in its ``tk`` entry (``SEQ_SPAN``), so a lost response still tells
+    which seqs the landed attempt got; a pinned attempt is built on the exact item and knows it.
+    """
+
+    named_when_expected = True
+
+    def __init__(
+        self,
+        session_id: str,
+        count: int,
+        added: int,
+        max_messages: int,
+        max_bytes: int,
+    ) -> None:
+        self.session_id = session_id
+        self.count = count
+        self.added = added
+        self.max_messages = max_messages
+        self.max_bytes = max_bytes
+        self.pinned_seq: int | None = None  # the first seq of the last pinned attempt
+
+    def clauses(self, e: Expr, exact: Session | None) -> tuple[str, str, str]:
+        e.names.update(_NAMES)
+        values = e.values
+        values[":n"] = {"N": str(self.count)}
+        values[":added"] = {"N": str(self.added)}
+        values[":zero"] = _ZERO
+        values[":roomn"] = {"N": str(self.max_messages - self.count)}
+        values[":roomb"] = {"N": str(self.max_bytes - self.added)}
+        values[":active"] = _ACTIVE
+        if exact is not None:
+            self.pinned_seq = exact.paged_count
+        return _RESERVE, "", _ROOM
+
+    def token_value(self, e: Expr, now_s: int) -> str:
+        e.values[":stamp"] = {"N": str(now_s * SEQ_SPAN)}
+        return "if_not_exists(#messageCount, :zero) + :stamp"
+
+    def judge(self, current: Session) -> Session | None:
+        if current.status is not Status.ACTIVE:
+            raise SessionNotActive(self.session_id, current.status)
+        if (
+            current.paged_count + self.count > self.max_messages
+            or current.context_bytes + self.added > self.max_bytes
+        ):
+            raise ContextFull(
+                self.session_id,
+                current.paged_count,
+                current.context_bytes,
+                self.count,
+                self.added,
+                self.max_messages,
+                self.max_bytes,
+            )
+        return None
+
+    def needs_exact(self, current: Session) -> bool:
+        return False
+
+    def first_seq(self, session: Session, token: str) -> int:
+        """The first (paged) seq the landed attempt reserved; ``session`` is what it returned."""
+        tokens = session.write_tokens
+        if tokens is not None and token in tokens:
+            return token_seq(int(tokens[token]))
+        assert self.pinned_seq is not None  # not named, so a pinned attempt landed
+        return self.pinned_seq
+
+
+_NAMES = {
+    "#messageCount": "messageCount",
+    "#contextBytes": "contextBytes",
+    "#status": "status",
+}
+# ``if_not_exists``: a session from before context pages has no ``messageCount`` (its inline
+# messages come first; pages count from 0 after them).
+_RESERVE = (
+    "#messageCount = if_not_exists(#messageCount, :zero) + :n, "
+    "#contextBytes = #contextBytes + :added"
+)
+_ROOM = (
+    "#status = :active AND #contextBytes <= :roomb "
+    "AND (attribute_not_exists(#messageCount) OR #messageCount <= :roomn)"
+)
+_ACTIVE = {"S": Status.ACTIVE.value}
+_ZERO = {"N": "0"}
 
 
 class WritePage:

@@ -35,7 +35,6 @@ from .metadata_writes import (
     EMPTY_MAP_BYTES,
     SEQ_SPAN,
     TOKEN_CAP,
-    AppendEdit,
     AttributesEdit,
     Edit,
     SessionWrite,
@@ -44,7 +43,15 @@ from .metadata_writes import (
     attribute_bytes,
 )
 from .models import Context, Loaded, Session, ToolCallRecord
-from .pages import ContextReader, WritePage, first_page_key, page_item, read_context, validate_after
+from .pages import (
+    AppendEdit,
+    ContextReader,
+    WritePage,
+    first_page_key,
+    page_item,
+    read_context,
+    validate_after,
+)
 from .retry import RetryPolicy
 from .status import Status
 from .wire import install_hooks, item_to_wire, send, to_python
@@ -86,7 +93,6 @@ class _Hint(NamedTuple):
     """What this instance last saw of a session: an optimisation, never a reason to refuse."""
 
     version: int
-    context_bytes: int
     ttl: int
     owner: str | None
     incarnation: str
@@ -708,7 +714,6 @@ class SessionStore:
     def _remember(self, session: Session) -> None:
         hint = _Hint(
             session.version,
-            session.context_bytes,
             session.ttl,
             session.owner,
             session.incarnation,
