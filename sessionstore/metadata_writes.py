@@ -180,6 +180,11 @@ class Edit(Protocol):
         """What a commuting attempt stores under its token in ``tk`` (``:nows`` is bound)."""
         ...
 
+    def ring_value(self, token: str, now_s: int) -> str:
+        """What a pinned attempt stores in its ring slot: the token, then anything after a
+        space (tokens have none)."""
+        ...
+
     #: The edit must learn what its landed attempt did from ``tk`` (appends: the seq they
     #: reserved), so with ``expected_version`` it goes in the commuting form plus a version
     #: condition instead of the pinned form.
@@ -297,10 +302,10 @@ class SessionWrite(_AnswersWithSession):
             new_version = self.version + 1
             values[":expected"] = {"N": str(self.version)}
             values[":next"] = {"N": str(new_version)}
-            values[":token"] = {"S": self.token}
             slot = schema.ring_slot(new_version)
             e.names["#slot"] = slot
             condition = f"{alive} AND (#version = :expected){extra}"
+            values[":token"] = {"S": self.edit.ring_value(self.token, now_s)}
             update = f"SET {sets}, #updatedAt = :now, #version = :next, #slot = :token"
             if self.exact is not None and self.exact.write_tokens is None:
                 values[":nomap"] = {"M": {}}
@@ -436,6 +441,9 @@ class StatusEdit:
     def token_value(self, e: Expr, now_s: int) -> str:
         return ":nows"
 
+    def ring_value(self, token: str, now_s: int) -> str:
+        return token
+
     named_when_expected = False
 
 
@@ -520,5 +528,8 @@ class AttributesEdit:
 
     def token_value(self, e: Expr, now_s: int) -> str:
         return ":nows"
+
+    def ring_value(self, token: str, now_s: int) -> str:
+        return token
 
     named_when_expected = False

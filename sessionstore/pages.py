@@ -112,6 +112,11 @@ class AppendEdit:
         e.values[":stamp"] = {"N": str(now_s * SEQ_SPAN)}
         return "if_not_exists(#messageCount, :zero) + :stamp"
 
+    def ring_value(self, token: str, now_s: int) -> str:
+        # A pinned attempt is built on the exact item: its seq is known. Readers see it here.
+        assert self.pinned_seq is not None
+        return f"{token} {self.pinned_seq} {now_s}"
+
     def judge(self, current: Session) -> Session | None:
         if current.status is not Status.ACTIVE:
             raise SessionNotActive(self.session_id, current.status)
@@ -247,10 +252,12 @@ def read_context(
     page_items: Iterable[dict[str, Any]],
     after: int | None,
     now_s: int,
+    recent: list[int],
 ) -> Iterator[tuple[int, str]]:
     """``(seq, JSON text)`` of every message after ``after`` in the context as ``session`` (the
     metadata item read first) counts it: the inline messages of a session from before pages,
-    then the pages in key order (python-typed items, as they come from the Query).
+    then the pages in key order (python-typed items, as they come from the Query). ``recent``:
+    ``recent_reservations`` of that metadata item.
 
     Only seqs the metadata item had reserved when it was read are shown, so a read is a snapshot
     of the appends that had begun by then. At a hole whose reservation is recent (an append in
@@ -265,7 +272,6 @@ def read_context(
         if seq > start:
             yield seq, text
     reserved = session.paged_count
-    recent = _recent_reservations(session, now_s)
     expected = max(0, start + 1 - offset)  # the paged seq the next page should start at
     for item in page_items:
         if int(item["ttl"]) <= now_s:
@@ -283,13 +289,18 @@ def read_context(
         expected = first + len(messages)
 
 
-def _recent_reservations(session: Session, now_s: int) -> list[int]:
-    """First seqs of the appends named in ``tk`` that reserved them less than ``IN_FLIGHT_S``
-    ago (other writes' entries hold a bare time, below ``SEQ_SPAN``)."""
-    tokens = session.write_tokens or {}
+def recent_reservations(item: dict[str, Any], now_s: int) -> list[int]:
+    """First seqs of the appends that reserved them less than ``IN_FLIGHT_S`` ago, from the
+    metadata item (python-typed): commuting appends name theirs in ``tk`` (other writes' entries
+    hold a bare time, below ``SEQ_SPAN``), pinned ones in their ring slot (``token seq time``)."""
     horizon = now_s - IN_FLIGHT_S
-    return [
+    seqs = [
         token_seq(v)
-        for value in tokens.values()
+        for value in (item.get("tk") or {}).values()
         if (v := int(value)) >= SEQ_SPAN and token_time(v) > horizon
     ]
+    for i in range(schema.RING_SIZE):
+        parts = str(item.get(f"w{i}", "")).split(" ")
+        if len(parts) == 3 and int(parts[2]) > horizon:
+            seqs.append(int(parts[1]))
+    return seqs

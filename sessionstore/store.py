@@ -50,6 +50,7 @@ from .pages import (
     first_page_key,
     page_item,
     read_context,
+    recent_reservations,
     validate_after,
 )
 from .retry import RetryPolicy
@@ -116,7 +117,11 @@ def _max_metadata_size() -> int:
         "contextBytes": _WIDEST_CONTEXT_BYTES,
         "createToken": token,
         **{tx_attribute(s): token for s in Status},
-        **{schema.ring_slot(i): token for i in range(schema.RING_SIZE)},
+        # an append's slot: its token, first seq and time (``pages.AppendEdit.ring_value``)
+        **{
+            schema.ring_slot(i): f"{token} {_WIDEST_COUNT} {_WIDEST_TTL}"
+            for i in range(schema.RING_SIZE)
+        },
         # a string as long as the largest attributes map is sized the same as that map
         "attrs": "x" * ATTRIBUTES_MAX_BYTES,
         "attrBytes": _WIDEST_ATTRIBUTE_BYTES,
@@ -246,6 +251,10 @@ class SessionStore:
         """Strongly consistent read of the metadata item."""
         validate_id(session_id, "session_id")
         _validate_owner(owner)
+        return self._get(session_id, owner)[0]
+
+    def _get(self, session_id: str, owner: str | None) -> tuple[Session, dict[str, Any]]:
+        """The live session and its item as read (python-typed)."""
         response = self._call(
             "get_item",
             {
@@ -257,7 +266,8 @@ class SessionStore:
         item = to_python(response.get("Item"))
         session = live(session_id, item, owner, self.clock.now_ms() // 1000)
         self._remember(session)
-        return session
+        assert item is not None
+        return session, item
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -581,10 +591,12 @@ class SessionStore:
             session = live(session_id, head, owner, now_s)
             self._remember(session)
         else:
-            session = self.get_session(session_id, owner=owner)
+            session, head = self._get(session_id, owner)
             start = first_page_key(session, after) or schema.PAGE_PREFIX
             items = self._items(session_id, start, schema.PAGES_END)
-        return ContextReader(read_context(session, items, after, now_s), after)
+        assert head is not None
+        recent = recent_reservations(head, now_s)
+        return ContextReader(read_context(session, items, after, now_s, recent), after)
 
     def load(self, session_id: str, *, owner: str | None = None) -> Loaded:
         """Metadata, context and live tool-call history from one Query (``metadata`` to the last
@@ -605,7 +617,9 @@ class SessionStore:
                 page_items.append(item)
             elif int(item["ttl"]) > now_s:
                 records.append(ToolCallRecord.from_item(item))
-        texts = [text for _, text in read_context(session, page_items, None, now_s)]
+        assert head is not None  # ``live`` refused a missing one
+        recent = recent_reservations(head, now_s)
+        texts = [text for _, text in read_context(session, page_items, None, now_s, recent)]
         return Loaded(session, Context(tuple(texts)), records)
 
     def _items(self, session_id: str, low: str, high: str) -> Iterator[dict[str, Any]]:

@@ -62,7 +62,11 @@ def live(session_id: str, item: dict[str, Any] | None, owner: str | None, now_s:
 
 
 def ring(item: dict[str, Any]) -> set[str]:
-    return {item[slot] for i in range(schema.RING_SIZE) if (slot := f"w{i}") in item}
+    """The request tokens in the ring slots (an append's slot also holds its seq and time,
+    after a space: ``pages.recent_reservations``)."""
+    return {
+        item[slot].split(" ", 1)[0] for i in range(schema.RING_SIZE) if (slot := f"w{i}") in item
+    }
 
 
 def gave_up(what: str, attempts: int) -> SessionStoreError:
