@@ -295,6 +295,7 @@ _WRAPPERS = {
     "update_attributes",
     "_write",
     "_drive",
+    "write_page",  # the append's second request (its page): wraps the botocore call
     "drive",
     "<lambda>",
 }
