@@ -4,6 +4,12 @@ python -m benchmarks               # all phases; the suite timing if the budget 
 python -m benchmarks --no-suite    # skip phase 5 (the slow one)
 python -m benchmarks --suite       # require phase 5 (still bounded by the budget)
 python -m benchmarks --quick       # a smoke run: fewer repeats and calls
+python -m benchmarks --only growth --no-suite   # a subset of phases 1-4 (while developing);
+                                   # names: updates (1-2), overhead (3), growth (4)
+python -m benchmarks --only growth --sizes 10,100,1000   # phase 4 at fewer context sizes
+
+Phase 4 builds a session of 10,000 messages in the engine (about a minute); a run of a subset,
+or with --quick or --sizes, leaves README.md alone.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from . import growth, overhead, report, suite, updates
 from .contenders import PynamoDBContender, SessionStoreContender, SourceContender, all_contenders
 
 START = time.monotonic()
+PHASES = ("updates", "overhead", "growth")
 
 
 def progress(message: str) -> None:
@@ -75,8 +82,21 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="do not touch README.md even if it has the bench markers",
     )
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=PHASES,
+        help="run only this phase of 1-4 (repeatable); phase 5 follows --suite/--no-suite",
+    )
+    parser.add_argument(
+        "--sizes",
+        type=lambda text: tuple(int(x) for x in text.split(",")),
+        default=growth.SIZES,
+        help="phase 4: context sizes, comma-separated (default 10,100,1000,10000)",
+    )
     parser.add_argument("--out", type=Path, default=report.RESULTS)
     args = parser.parse_args(argv)
+    only = set(args.only or PHASES)
 
     deadline = START + args.budget
     repeats = 2 if args.quick else max(5, min(args.repeats, 25))
@@ -95,45 +115,66 @@ def main(argv: list[str] | None = None) -> int:
     ]
     args.out.mkdir(parents=True, exist_ok=True)
 
-    progress(
-        f"embedded engine; phases 1-2: versioned updates, {repeats} interleaved repeats "
-        f"(noisy shared machine: compare ratios)"
-    )
+    walks: list[updates.StatusWalk] = []
+    runs: list[updates.Run] = []
+    summaries: list[updates.Summary] = []
+    over: list[overhead.OverheadResult] = []
+    curves: growth.Curves | None = None
+    loads: list[growth.Load] = []
     with LocalDynamoDB() as engine:
         endpoint = engine.endpoint_url
         contenders = all_contenders(endpoint)
-        ours, source, pynamo = contenders[:3]
-        assert isinstance(ours, SessionStoreContender)
-        assert isinstance(source, SourceContender)
-        assert isinstance(pynamo, PynamoDBContender)
-        walks = updates.status_walks(ours, source, pynamo)
-        progress(
-            "  status walk: " + ", ".join(f"{w.contender} {w.requests_per_move:.2f}" for w in walks)
-        )
-        runs = updates.run_all(
-            contenders,
-            scenarios,
-            repeats,
-            run_deadline_s=60,
-            phase_deadline=min(deadline - 200, time.monotonic() + 240),
-            progress=progress,
-        )
-        summaries = updates.summarize(runs)
+        if "updates" in only:
+            progress(
+                f"embedded engine; phases 1-2: versioned updates, {repeats} interleaved repeats "
+                f"(noisy shared machine: compare ratios)"
+            )
+            ours, source, pynamo = contenders[:3]
+            assert isinstance(ours, SessionStoreContender)
+            assert isinstance(source, SourceContender)
+            assert isinstance(pynamo, PynamoDBContender)
+            walks = updates.status_walks(ours, source, pynamo)
+            progress(
+                "  status walk: "
+                + ", ".join(f"{w.contender} {w.requests_per_move:.2f}" for w in walks)
+            )
+            runs = updates.run_all(
+                contenders,
+                scenarios,
+                repeats,
+                run_deadline_s=60,
+                phase_deadline=min(deadline - 260, time.monotonic() + 240),
+                progress=progress,
+            )
+            summaries = updates.summarize(runs)
 
-        progress(
-            f"phase 3: library overhead over Stubber ({calls} calls x {overhead_repeats} "
-            "repeats per side, alternating)"
-        )
-        over = overhead.run(
-            endpoint,
-            calls=calls,
-            repeats=overhead_repeats,
-            deadline=min(deadline - 120, time.monotonic() + 120),
-            progress=progress,
-        )
+        if "overhead" in only:
+            progress(
+                f"phase 3: library overhead over Stubber ({calls} calls x {overhead_repeats} "
+                "repeats per side, alternating)"
+            )
+            over = overhead.run(
+                endpoint,
+                calls=calls,
+                repeats=overhead_repeats,
+                deadline=min(deadline - 180, time.monotonic() + 120),
+                progress=progress,
+            )
 
-        progress("phase 4: cost growth (sizing rules)")
-        ours_growth, source_growth, loads, sizes = growth.run(endpoint)
+        if "growth" in only:
+            progress(
+                "phase 4: cost growth, inline vs paged, at "
+                + ", ".join(f"{n:,}" for n in args.sizes)
+                + f" messages of {growth.MESSAGE_BYTES} B (sizing rules on the engine's items)"
+            )
+            curves, loads = growth.run(
+                endpoint,
+                sizes=args.sizes,
+                deadline=min(deadline - 60, time.monotonic() + 150),
+                progress=progress,
+            )
+            for what, ok in growth.done_when(curves):
+                progress(f"  done when: {'MET' if ok else 'NOT MET'} -- {what}")
 
     suite_timings: list[suite.SuiteTiming] = []
     remaining = deadline - time.monotonic() - 15
@@ -171,9 +212,8 @@ def main(argv: list[str] | None = None) -> int:
             "contenders": {c.name: c.label for c in contenders},
         },
     }
-    table = report.markdown(
-        meta, summaries, walks, over, (ours_growth, source_growth), loads, sizes, suite_timings
-    )
+    meta["phases"] = sorted(only, key=PHASES.index)
+    table = report.markdown(meta, summaries, walks, over, curves, loads, suite_timings)
     print(table)
 
     report.write_json(
@@ -188,30 +228,35 @@ def main(argv: list[str] | None = None) -> int:
                 "status_walks": updates.as_dicts(walks),
             },
             "overhead": [asdict(r) for r in over],
-            "growth": {
-                "ours": asdict(ours_growth),
-                "source": asdict(source_growth),
+            "growth": None
+            if curves is None
+            else {
+                "paged": [asdict(p) for p in curves.paged],
+                "inline": asdict(curves.inline),
+                "inline_checked_in_engine": curves.inline_checked,
+                "done_when": growth.done_when(curves),
                 "loads": [asdict(ld) for ld in loads],
-                "sizes": sizes,
+                "sizes": curves.sizes,
             },
             "suite": [asdict(t) for t in suite_timings],
         },
     )
     report.write_csv(
         args.out / "latest.csv",
-        report.csv_rows(summaries, walks, over, (ours_growth, source_growth), loads, suite_timings),
+        report.csv_rows(summaries, walks, over, curves, loads, suite_timings),
     )
     (args.out / "latest.md").write_text(table)
     report.plot(
         args.out / "latest.png",
         summaries,
         over,
-        (ours_growth, source_growth),
+        curves,
         [s.name for s in scenarios],
     )
-    _history(args.out / "history.csv", meta, summaries, over, suite_timings)
+    _history(args.out / "history.csv", meta, summaries, over, curves, suite_timings)
     wrote = [f"{args.out}/latest.{{json,csv,md,png}}", "history.csv"]
-    if not args.no_readme and not args.quick and report.update_readme(table):
+    full = only == set(PHASES) and args.sizes == growth.SIZES
+    if not args.no_readme and not args.quick and full and report.update_readme(table):
         wrote.append("README.md (bench block)")
     progress(f"done in {time.monotonic() - START:.0f} s; wrote " + ", ".join(wrote))
     return 0
@@ -222,6 +267,7 @@ def _history(
     meta: dict[str, Any],
     summaries: list[updates.Summary],
     over: list[overhead.OverheadResult],
+    curves: growth.Curves | None,
     timings: list[suite.SuiteTiming],
 ) -> None:
     """One line per run, so regressions show across commits."""
@@ -237,6 +283,10 @@ def _history(
         row[f"{key}/req_per_commit"] = round(s.requests_per_commit, 3)
     for r in over:
         row[f"overhead/{r.operation}".replace(" ", "_")] = round(r.ratio, 3)
+    for p in curves.paged if curves else []:
+        row[f"growth/paged/{p.messages}/wcu_per_append"] = p.append_wcu
+        row[f"growth/paged/{p.messages}/wcu_per_transition"] = p.transition_wcu
+        row[f"growth/paged/{p.messages}/read_rcu"] = p.context_rcu
     for t in timings:
         row[f"suite/{t.name.split(' (')[0]}".replace(" ", "_")] = round(t.seconds, 1)
     fields = list(row)

@@ -8,7 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .growth import Growth, Load, checkpoints, kib
+from . import growth as growth_phase
+from .growth import Curves, Load, Point, checkpoints, kib
 from .overhead import TARGET, OverheadResult
 from .suite import SuiteTiming
 from .updates import StatusWalk, Summary
@@ -34,9 +35,8 @@ def markdown(
     summaries: list[Summary],
     walks: list[StatusWalk],
     overhead: list[OverheadResult],
-    growth: tuple[Growth, Growth] | None,
+    curves: Curves | None,
     loads: list[Load],
-    sizes: dict[str, int],
     suite: list[SuiteTiming],
 ) -> str:
     out: list[str] = []
@@ -158,37 +158,17 @@ def markdown(
                 )
                 add(f"- {r.operation}: {head}. Top: {top}.")
             add("")
-    if growth:
-        ours, source = growth
-        add(
-            f"**Cost growth** (computed with `sessionstore.sizing`): write units per append of "
-            f"one ~{ours.message_bytes} B message as the context grows (UpdateItem bills the "
-            "larger of the item before and after, 1 WCU per started KB)."
-        )
-        add("")
-        add("| messages in context | sessionstore WCU / append | source WCU / append |")
-        add("|---:|---:|---:|")
-        points = sorted({n for n, _ in checkpoints(ours)} | {n for n, _ in checkpoints(source)})
-        for n in points:
-            a, b = ours.wcu_at(n), source.wcu_at(n)
-            add(
-                f"| {n} | {a if a is not None else 'refused'} | "
-                f"{b if b is not None else 'refused'} |"
-            )
-        add("")
-        for g in (ours, source):
-            add(
-                f"- {g.design}: last accepted append #{g.max_messages} (item "
-                f"{kib(g.last_item_bytes)}), {g.wcu_total:,} WCU in total to get there; "
-                f"refuses at {kib(g.refused_at_bytes)} -- {g.limit}."
-            )
-        add("")
+    if curves:
+        out.extend(growth_markdown(curves))
     if loads:
+        sizes = curves.sizes if curves else {}
         add(
-            f"**Loading a session** (one Query, strongly consistent, 1 MB pages): read units "
-            f"for the metadata item (empty context) and N tool records of "
+            "**Loading a session's tool history** (`load()`: one Query, strongly consistent, "
+            "1 MB pages): read units for the metadata item, an empty context and N tool "
+            "records of "
             f"{sizes.get('ours_record_bytes')} B (ours, JSON text) / "
-            f"{sizes.get('source_record_bytes')} B (source, native maps)."
+            f"{sizes.get('source_record_bytes')} B (source, native maps); the paged context is "
+            "in the table above."
         )
         add("")
         add("| tool records | sessionstore RCU (pages) | source RCU (pages) |")
@@ -219,6 +199,95 @@ def markdown(
     return "\n".join(out).rstrip() + "\n"
 
 
+def _requests(counts: dict[str, int]) -> str:
+    return " + ".join(f"{v} {k}" for k, v in counts.items()) or "-"
+
+
+def _or_refused(value: object) -> str:
+    return growth_phase.REFUSED if value is None else f"{value:,}"
+
+
+def growth_markdown(curves: Curves) -> list[str]:
+    """Phase 4: inline vs paged at each size, the "Done when" check, the inline curve."""
+    out: list[str] = []
+    add = out.append
+    inline, points = curves.inline, curves.paged
+    size = growth_phase.MESSAGE_BYTES
+    add(
+        f"**Cost growth: inline context vs context pages** (computed with `sessionstore.sizing` "
+        f"from the items the store writes in the embedded engine; messages of {size} B of JSON "
+        "text). A write bills the larger of the item before and after, 1 WCU per started KB "
+        "(twice that in a transaction; none here); a Query bills the items of each page it "
+        "returns, summed and rounded up to 4 KB (strongly consistent). *Paged* (the package): a "
+        "session of N messages built in the engine, then the append of message N alone "
+        "(UpdateItem of the metadata item + PutItem of its page, both read back to size them), "
+        "the whole context read with `store.context()` (Query requests counted) and checked "
+        "message for message, then one transition (active -> closing). *Inline* (the layout "
+        "before pages, as in the source design): the same metadata item with the context as a "
+        "list inside it; every append and every transition rewrites the whole item, a read is "
+        "one GetItem of it."
+    )
+    add("")
+    add(
+        "| messages | inline WCU / append | paged WCU / append (metadata + page) | "
+        "inline WCU / transition | paged WCU / transition | inline read: RCU (requests) | "
+        "paged `context()`: RCU (requests) | paged, one message per page (computed): RCU "
+        "(Queries) |"
+    )
+    add("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for p in points:
+        inline_read = (
+            growth_phase.REFUSED
+            if p.inline_read_rcu is None
+            else f"{p.inline_read_rcu:,.0f} ({p.inline_read_requests} GetItem)"
+        )
+        add(
+            f"| {p.messages:,} | {_or_refused(p.inline_append_wcu)} | "
+            f"{p.append_wcu} ({p.append_meta_wcu} + {p.append_page_wcu}) | "
+            f"{_or_refused(p.inline_transition_wcu)} | {p.transition_wcu} | {inline_read} | "
+            f"{p.context_rcu:,.0f} ({_requests(p.context_requests)}) | "
+            f"{p.one_per_page_rcu:,.0f} ({p.one_per_page_queries}) |"
+        )
+    add("")
+    top = points[-1]
+    add(
+        f"- paged, as measured: an append is {_requests(top.append_requests)} "
+        f"(metadata item {top.meta_bytes_before:,} -> {top.meta_bytes_after:,} B, page of one "
+        f"message {top.page_bytes:,} B); a transition is {_requests(top.transition_requests)} "
+        f"(metadata item {top.transition_meta_bytes[0]:,} -> {top.transition_meta_bytes[1]:,} "
+        f"B); `load()` of the {top.messages:,}-message session: {top.load_rcu:,.0f} RCU in "
+        f"{_requests(top.load_requests)}. Sessions were filled with appends of "
+        f"{growth_phase.FILL_BATCH} messages ({top.pages_built:,} pages for {top.messages:,} "
+        f"messages, built in {top.build_s:.0f} s), so the measured read holds fewer, larger "
+        "pages than a chat appending one message at a time; the last column prices that one "
+        "from the measured one-message page (1 MB Query pages; the engine cuts its pages at "
+        "1,000,000 B of its own measure)."
+    )
+    add(
+        f"- inline: last accepted append #{inline.max_messages} (item "
+        f"{kib(inline.last_item_bytes)}), {inline.wcu_total:,} WCU in total to get there; "
+        f"append #{inline.max_messages + 1} would make {kib(inline.refused_at_bytes)} -- "
+        f"{inline.limit}. Checked in the engine: "
+        + ", ".join(
+            f"{n} messages stored as {stored:,} B (formula {formula:,} B) and read back"
+            for n, stored, formula in curves.inline_checked
+        )
+        + "."
+    )
+    add(
+        "- the inline curve, WCU per append: "
+        + ", ".join(f"#{n} {w}" for n, w in checkpoints(inline))
+        + " (every append in latest.csv and the plot)."
+    )
+    add("")
+    add('Issue 11, "Done when" (on these figures):')
+    add("")
+    for what, ok in growth_phase.done_when(curves):
+        add(f"- {'**met**' if ok else '**NOT MET**'}: {what}")
+    add("")
+    return out
+
+
 def write_json(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(data, indent=1, default=str) + "\n")
@@ -238,7 +307,7 @@ def csv_rows(
     summaries: list[Summary],
     walks: list[StatusWalk],
     overhead: list[OverheadResult],
-    growth: tuple[Growth, Growth] | None,
+    curves: Curves | None,
     loads: list[Load],
     suite: list[SuiteTiming],
 ) -> list[dict[str, Any]]:
@@ -314,20 +383,8 @@ def csv_rows(
                 "unit": "x",
             },
         ]
-    if growth:
-        for g in growth:
-            for n, size, wcu in g.series:
-                rows.append(
-                    {
-                        "phase": "growth",
-                        "scenario": f"append #{n}",
-                        "contender": g.design,
-                        "metric": "wcu_per_append",
-                        "value": wcu,
-                        "min": size,
-                        "unit": "WCU (min = item bytes)",
-                    }
-                )
+    if curves:
+        rows += growth_csv_rows(curves)
     for ld in loads:
         rows += [
             {
@@ -361,11 +418,54 @@ def csv_rows(
     return rows
 
 
+def growth_csv_rows(curves: Curves) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+
+    def row(n: int, design: str, metric: str, value: Any, unit: str) -> None:
+        rows.append(
+            {
+                "phase": "growth",
+                "scenario": f"{n} messages",
+                "contender": design,
+                "metric": metric,
+                "value": "refused" if value is None else value,
+                "unit": unit,
+            }
+        )
+
+    for p in curves.paged:
+        n = p.messages
+        row(n, "paged", "wcu_per_append", p.append_wcu, "WCU")
+        row(n, "paged", "requests_per_append", sum(p.append_requests.values()), "requests")
+        row(n, "paged", "wcu_per_transition", p.transition_wcu, "WCU")
+        row(n, "paged", "read_context_rcu", p.context_rcu, "RCU")
+        row(n, "paged", "read_context_requests", sum(p.context_requests.values()), "requests")
+        row(n, "paged", "load_rcu", p.load_rcu, "RCU")
+        row(n, "paged", "read_context_rcu_one_message_per_page", p.one_per_page_rcu, "RCU")
+        row(n, "inline", "wcu_per_append", p.inline_append_wcu, "WCU")
+        row(n, "inline", "wcu_per_transition", p.inline_transition_wcu, "WCU")
+        row(n, "inline", "read_context_rcu", p.inline_read_rcu, "RCU")
+        row(n, "inline", "read_context_requests", p.inline_read_requests, "requests")
+    for n, size, wcu in curves.inline.series:
+        rows.append(
+            {
+                "phase": "growth_curve",
+                "scenario": f"append #{n}",
+                "contender": "inline",
+                "metric": "wcu_per_append",
+                "value": wcu,
+                "min": size,
+                "unit": "WCU (min = item bytes)",
+            }
+        )
+    return rows
+
+
 def plot(
     path: Path,
     summaries: list[Summary],
     overhead: list[OverheadResult],
-    growth: tuple[Growth, Growth] | None,
+    curves: Curves | None,
     scenarios: list[str],
 ) -> None:
     import matplotlib
@@ -414,19 +514,8 @@ def plot(
     ax.set_title("Requests per commit (botocore events)")
 
     ax = axes[1][0]
-    if growth:
-        for g, color in zip(growth, (colors["sessionstore"], colors["source"]), strict=True):
-            ax.plot(
-                [n for n, _s, _w in g.series],
-                [w for _n, _s, w in g.series],
-                color=color,
-                label=f"{g.design} (refuses after {g.max_messages})",
-            )
-            ax.axvline(g.max_messages, color=color, linestyle=":", linewidth=1)
-        ax.set_xlabel(f"messages in context (~{growth[0].message_bytes} B each)")
-        ax.set_ylabel("WCU per append")
-        ax.set_title("Cost of one append as the context grows")
-        ax.legend()
+    if curves:
+        plot_growth(ax, curves)
 
     ax = axes[1][1]
     if overhead:
@@ -455,6 +544,56 @@ def plot(
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
+
+
+def plot_growth(ax: Any, curves: Curves) -> None:
+    """WCU per append against messages in the context, both designs (log-log)."""
+    inline = curves.inline
+    ax.plot(
+        [n for n, _s, _w in inline.series],
+        [w for _n, _s, w in inline.series],
+        color="#b2182b",
+        label=f"inline (computed; refused after #{inline.max_messages})",
+    )
+    ax.scatter([inline.max_messages + 1], [inline.wcu_last], marker="x", color="#b2182b", zorder=3)
+    ax.annotate(
+        "400 KB item limit",
+        (inline.max_messages + 1, inline.wcu_last),
+        textcoords="offset points",
+        xytext=(6, -12),
+        fontsize=8,
+        color="#b2182b",
+    )
+    points: list[Point] = curves.paged
+    ax.plot(
+        [p.messages for p in points],
+        [p.append_wcu for p in points],
+        color="#1b7837",
+        marker="o",
+        label="paged (measured in the engine)",
+    )
+    for p in points:
+        ax.annotate(
+            str(p.append_wcu),
+            (p.messages, p.append_wcu),
+            textcoords="offset points",
+            xytext=(0, 6),
+            ha="center",
+            fontsize=8,
+        )
+    ax.axhline(
+        growth_phase.APPEND_TARGET_WCU,
+        color="#999999",
+        linestyle=":",
+        linewidth=1,
+        label=f"target <= {growth_phase.APPEND_TARGET_WCU} WCU",
+    )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(f"messages in the context ({growth_phase.MESSAGE_BYTES} B each)")
+    ax.set_ylabel("WCU per append")
+    ax.set_title("Cost of one append as the context grows")
+    ax.legend(fontsize=8)
 
 
 def update_readme(table: str, readme: Path = README) -> bool:
