@@ -796,3 +796,48 @@ def test_cold_instance_record_ttl_is_checked(
 def test_retry_policy_refuses_fewer_than_one_attempt(attempts: Any) -> None:
     with pytest.raises(ss.InvalidInput):
         RetryPolicy(max_attempts=attempts)
+
+
+# ------------------------------------------------ context pages: a reservation readers must see
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="package bug: an append that falls back to the pinned form (full tk map) names its "
+    "token in a ring slot, not in tk, so pages._recent_reservations cannot see its reservation: "
+    "a reader skips its in-flight hole as an old one and shows later messages first",
+)
+def test_a_pinned_appends_hole_in_flight_is_waited_for_not_skipped(
+    client: Any, table: str, clock: ss.ManualClock
+) -> None:
+    """A full token map (TOKEN_CAP commuting writes whose instances never came back) makes the
+    next append use the pinned form. While its page is in flight, another append lands after
+    it: a reader must stop before the hole (what it shows is a prefix of the context, and
+    reading on from its position misses nothing), not skip it."""
+    sid = "s"
+    ss.SessionStore(client, table, clock=clock).activate(
+        ss.SessionStore(client, table, clock=clock).create_session(sid).session_id
+    )
+    for i in range(TOKEN_CAP):  # fills tk: each instance names its token and never returns
+        ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds(f"i{i}")).update_attributes(
+            sid, {"n": i}
+        )
+    assert len(_meta(client, table, sid)["tk"]) == TOKEN_CAP
+    writer = ss.SessionStore(ss.connect(client.meta.endpoint_url), table, clock=clock)
+    rival = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds("r"))
+    seen: list[list[Any]] = []
+
+    def rival_lands_and_a_reader_reads(**_: Any) -> None:  # before the writer's page is sent
+        if not seen:
+            rival.append_context(sid, ["second"])
+            reader = rival.context(sid)
+            seen.append(list(reader))
+            seen.append([reader.position])
+
+    writer.client.meta.events.register(
+        "before-send.dynamodb.PutItem", rival_lands_and_a_reader_reads
+    )
+    writer.append_context(sid, ["first"])
+    assert list(rival.context(sid)) == ["first", "second"]
+    shown, (position,) = seen
+    assert shown == [] and position is None  # stopped before the hole of "first"
