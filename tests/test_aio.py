@@ -25,7 +25,7 @@ def test_100_concurrent_appends_on_one_session_lose_nothing(client: Any, table: 
     retry = ss.RetryPolicy(max_attempts=64, rng=random.Random(0))
     astore = AsyncSessionStore(ss.SessionStore(client, table, retry=retry), max_workers=8)
 
-    async def main() -> ss.Session:
+    async def main() -> tuple[ss.Session, list[Any]]:
         session = await astore.create_session(owner="alice")
         await astore.activate(session.session_id, owner="alice")
 
@@ -33,10 +33,15 @@ def test_100_concurrent_appends_on_one_session_lose_nothing(client: Any, table: 
             await astore.append_context(session.session_id, [{"n": i}], owner="alice")
 
         await asyncio.gather(*(append(i) for i in range(100)))
-        return await astore.get_session(session.session_id, owner="alice")
+        final = await astore.get_session(session.session_id, owner="alice")
+        messages = [m async for m in await astore.context(session.session_id, owner="alice")]
+        return final, messages
 
-    final = _run(main())
-    assert sorted(m["n"] for m in final.context) == list(range(100))
+    final, messages = _run(main())
+    # Every append stored exactly once: no message lost, none twice (a sorted comparison
+    # of the list, not a set, so a duplicate fails too).
+    assert sorted(m["n"] for m in messages) == list(range(100))
+    assert final.message_count == 100
     assert final.version == 2 + 100  # created (1), activated (2), then one per append
 
 
@@ -95,8 +100,13 @@ def test_same_errors_and_paged_history(store: ss.SessionStore) -> None:
         with pytest.raises(ss.SessionNotFound):  # raised by the call, before any iteration
             await astore.tool_calls(sid, owner="mallory")
         ids = [r.tool_call_id async for r in await astore.tool_calls(sid, owner="alice")]
-        loaded, history = await astore.load(sid, owner="alice")
+        await astore.append_context(sid, [{"hello": 1}, "world"], owner="alice")
+        loaded, context, history = await astore.load(sid, owner="alice")
         assert [r.tool_call_id for r in history] == ids and loaded.status is ss.Status.ACTIVE
+        assert context == [{"hello": 1}, "world"]
+        assert [m async for m in await astore.context(sid, owner="alice")] == list(context)
+        with pytest.raises(ss.SessionNotFound):  # raised by the call, before any iteration
+            await astore.context(sid, owner="mallory")
         return ids
 
     assert _run(main()) == ["c0", "c1", "c2"]

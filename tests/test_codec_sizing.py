@@ -46,8 +46,9 @@ def test_payloads_round_trip_through_the_store(
     store: ss.SessionStore, active: ss.Session, clock: ss.ManualClock
 ) -> None:
     appended = store.append_context(active.session_id, VALUES, owner="alice")
-    assert [repr(m) for m in appended.context] == [repr(v) for v in VALUES]
-    assert [repr(m) for m in store.get_session(active.session_id, owner="alice").context] == [
+    assert appended.message_count == len(VALUES)
+    assert appended.context_bytes == sum(len(codec.encode(v).encode("utf-8")) for v in VALUES)
+    assert [repr(m) for m in store.context(active.session_id, owner="alice")] == [
         repr(v) for v in VALUES
     ]
     for n, value in enumerate(VALUES):
@@ -56,7 +57,8 @@ def test_payloads_round_trip_through_the_store(
         )
         assert repr(rec.input) == repr(value)
         clock.advance(ms=1)  # history is in time order; ties within a millisecond go by id
-    _, history = store.load(active.session_id, owner="alice")
+    _, context, history = store.load(active.session_id, owner="alice")
+    assert [repr(m) for m in context] == [repr(v) for v in VALUES]
     assert [repr(r.input) for r in history] == [repr(v) for v in VALUES]
     assert [repr(r.output) for r in history] == [repr([v]) for v in VALUES]
 
@@ -146,9 +148,35 @@ def test_query_rounds_the_sum_once() -> None:
 def test_metadata_item_size_is_what_we_budget(
     store: ss.SessionStore, active: ss.Session, client: Any, table: str
 ) -> None:
+    """The metadata item holds counters, not messages: its size stays within
+    ``METADATA_OVERHEAD`` and does not grow with the context; each append's messages are in one
+    page item, sized as ``sizing`` says; an append of a 1,000 B message costs 2 + 1 WCU."""
+    key = {"pk": {"S": f"session#{active.session_id}"}, "sk": {"S": "metadata"}}
+
+    def metadata() -> dict[str, Any]:
+        item: dict[str, Any] = client.get_item(TableName=table, Key=key)["Item"]
+        return item
+
     session = store.append_context(active.session_id, ["x" * 1000], owner="alice")
-    raw = client.get_item(
-        TableName=table, Key={"pk": {"S": f"session#{active.session_id}"}, "sk": {"S": "metadata"}}
-    )["Item"]
-    assert sizing.value_size(raw["context"]) == session.context_bytes
-    assert sizing.item_size(raw) <= ss.METADATA_OVERHEAD + session.context_bytes
+    raw = metadata()
+    assert "context" not in raw
+    assert raw["messageCount"] == {"N": "1"}
+    assert int(raw["contextBytes"]["N"]) == session.context_bytes == len('"' + "x" * 1000 + '"')
+    first_size = sizing.item_size(raw)
+    assert first_size <= ss.METADATA_OVERHEAD
+    pages = client.query(
+        TableName=table,
+        KeyConditionExpression="pk = :pk AND begins_with(sk, :msg)",
+        ExpressionAttributeValues={":pk": key["pk"], ":msg": {"S": "msg#"}},
+    )["Items"]
+    assert [p["sk"]["S"] for p in pages] == ["msg#000000000000"]
+    assert pages[0]["messages"] == {"L": [{"S": '"' + "x" * 1000 + '"'}]}
+    assert sizing.write_units(first_size) + sizing.write_units(sizing.item_size(pages[0])) <= 3
+
+    for _ in range(30):  # 30 KB more context: the metadata item does not follow it
+        session = store.append_context(active.session_id, ["x" * 1000], owner="alice")
+    raw = metadata()
+    assert session.context_bytes == 31 * 1002
+    assert sizing.item_size(raw) <= ss.METADATA_OVERHEAD
+    assert sizing.item_size(raw) < first_size + 100  # counters and tokens, not messages
+    assert sizing.write_units(sizing.item_size(raw)) <= 2

@@ -271,6 +271,7 @@ class Env:
     clock: ss.ManualClock
     sessions: dict[str, ss.Session] = field(default_factory=dict)
     records: dict[tuple[str, str], ss.ToolCallRecord] = field(default_factory=dict)
+    contexts: dict[str, list[Any]] = field(default_factory=dict)  # messages, as appended
     examples: int = 0
     sent: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
@@ -318,11 +319,23 @@ class Env:
             if str(i["sk"]).startswith("tool#")
         }
         assert stored == self.records
+        pages: dict[str, list[Any]] = {}
+        for i in sorted(items, key=lambda i: (i["pk"], i["sk"])):
+            if str(i["sk"]).startswith("msg#"):
+                assert i["ttl"] == metas[i["pk"].removeprefix("session#")].ttl
+                pages.setdefault(i["pk"].removeprefix("session#"), []).extend(
+                    decode(m) for m in i["messages"]
+                )
+        assert set(pages) == {sid for sid, ms in self.contexts.items() if ms}
+        for sid, messages in pages.items():
+            assert same(messages, self.contexts[sid]), sid
+            assert metas[sid].message_count == len(messages)
+        page_count = sum(1 for i in items if str(i["sk"]).startswith("msg#"))
         guards = sorted(
             (i["pk"], i["toolCallId"]) for i in items if str(i["sk"]).startswith("toolid#")
         )
         assert guards == sorted((f"session#{s}", t) for s, t in self.records)
-        assert len(items) == len(metas) + 2 * len(stored)
+        assert len(items) == len(metas) + 2 * len(stored) + page_count
 
     def report(self, name: str, started: float) -> None:
         elapsed = time.monotonic() - started
@@ -605,7 +618,13 @@ def test_append_context(env: Env) -> None:
         else:
             assert err is None, (args, err)
             assert session.version == before.version + 1
-            assert same(list(session.context), [*before.context, *messages])
+            expected_context = [*env.contexts.get(sid, []), *messages]
+            assert session.message_count == before.message_count + len(messages)
+            assert session.context_bytes == before.context_bytes + sum(
+                len(codec.encode(m).encode("utf-8")) for m in messages
+            )
+            assert same(list(env.store.context(sid, owner=owner)), expected_context)
+            env.contexts[sid] = expected_context
             env.sessions[sid] = session  # ALL_NEW: what the engine stored (and audit_table)
             env.note("round trip")
             if session.context_bytes > 60_000:  # keep requests small: start a new session
@@ -895,6 +914,10 @@ def _history(env: Env, method: str) -> None:
     started = time.monotonic()
     for owner in ("alice", None):
         sid = env.fresh(owner)
+        messages = [{"n": -0.0}, [1, 2.5], "three"]
+        env.sessions[sid] = env.store.append_context(sid, messages[:2], owner=owner)
+        env.sessions[sid] = env.store.append_context(sid, messages[2:], owner=owner)
+        env.contexts[sid] = messages
         for n in range(3):
             record = env.store.record_tool_call(
                 sid, f"c{n}", "t", {"n": n}, [n, -0.0], n, owner=owner
@@ -930,7 +953,9 @@ def _history(env: Env, method: str) -> None:
         if method == "tool_calls":
             assert result == history
         else:
-            assert result == (env.sessions[sid], history)
+            session, context, records = result
+            assert session == env.sessions[sid] and records == history
+            assert same(list(context), env.contexts.get(sid, []))
         env.note("round trip")
 
     run()

@@ -167,10 +167,11 @@ def test_one_session_across_two_instances_complete_and_ordered(cluster: Cluster,
             closed = await close_session(cb, sid)
             assert closed.status == "closed"
         store = cluster.stores[0]
-        session, history = store.load(sid)
+        session, context, history = store.load(sid)
         assert [r.tool_call_id for r in history[:6]] == [f"c{i}" for i in range(6)]
         assert [r.tool_name for r in history] == ["echo"] * 6 + ["note", "notes"]
-        assert [m["text"] for m in session.context] == [*(f"m{i}" for i in range(6)), "from b"]
+        assert [m["text"] for m in context] == [*(f"m{i}" for i in range(6)), "from b"]
+        assert list(store.context(sid)) == list(context) and session.message_count == 7
         assert session.status is ss.Status.CLOSED
         assert cluster.executions == Counter({f"m{i}": 1 for i in range(6)})
 
@@ -192,9 +193,9 @@ def test_an_instance_restarted_mid_session_loses_nothing(cluster: Cluster) -> No
                 await calls.call("echo", {"text": "after"}, tool_call_id="3")
                 again = await calls.call("echo", {"text": "before"}, tool_call_id="1")
                 assert _text(again) == "before" and _replayed(again)
-        session, history = cluster.stores[0].load(sid)
+        _session, context, history = cluster.stores[0].load(sid)
         assert [r.tool_call_id for r in history] == ["1", "2", "3"]
-        assert [m["text"] for m in session.context] == ["before", "during", "after"]
+        assert [m["text"] for m in context] == ["before", "during", "after"]
         assert cluster.executions == Counter({"before": 1, "during": 1, "after": 1})
 
     _run(main)
@@ -234,7 +235,9 @@ def test_the_same_call_twice_and_concurrently_from_two_clients_executes_once(
                 await SessionCalls(cb, sid).call("echo", {"text": "other"}, tool_call_id="dup")
             assert reused.value.code == protocol.TOOL_CALL_ID_REUSED
         assert cluster.executions == Counter({"once": 1})
-        assert [r.tool_call_id for r in cluster.stores[0].load(sid)[1]] == ["dup"]
+        loaded = cluster.stores[0].load(sid)
+        assert [r.tool_call_id for r in loaded.tool_calls] == ["dup"]
+        assert list(loaded.context) == [{"role": "echo", "text": "once"}]  # the tool ran once
 
     _run(main)
 
@@ -250,7 +253,7 @@ def test_tool_errors_are_recorded_as_errors_and_replayed(cluster: Cluster) -> No
             assert bad.is_error and _text(bad).endswith("division by zero")
             good = await calls.call("calculate", {"expression": "6 * (3 + 4)"}, tool_call_id="k")
             assert good.structured_content == {"result": 42}
-            (record_f1, record_f2, record_k) = cluster.stores[0].load(calls.session_id)[1]
+            (record_f1, record_f2, record_k) = cluster.stores[0].load(calls.session_id).tool_calls
         assert record_f1.output["callToolResult"]["isError"] is True
         assert record_f2.output["callToolResult"]["isError"] is True
         assert record_k.output["callToolResult"]["structuredContent"] == {"result": 42}
@@ -319,7 +322,7 @@ def test_a_crash_between_claim_and_record_is_never_run_again(cluster: Cluster) -
             assert unknown.value.code == protocol.TOOL_CALL_OUTCOME_UNKNOWN
             assert unknown.value.data["reason"] == "outcome_unknown"
             # The claim item is invisible to the history Query (it sorts after "toolid#").
-            assert store.load(sid)[1] == []
+            assert store.load(sid).tool_calls == []
         assert cluster.executions == Counter()
 
     _run(main)
@@ -368,13 +371,21 @@ def test_lost_responses_duplicate_nothing(cluster: Cluster) -> None:
             with FaultInjector(store.client, script=[Fault.LOST_RESPONSE] * 2) as faults:
                 await calls.call("echo", {"text": "t3"}, tool_call_id="t3")
             assert faults.injected[Fault.LOST_RESPONSE] == 2
-            for i in range(4):  # and the client retries each one
+            # The append inside the tool is two writes: its reservation, then its page.
+            for i, operation in ((4, "UpdateItem"), (5, "PutItem")):
+                with FaultInjector(
+                    store.client, script=[Fault.LOST_RESPONSE], operations={operation}
+                ) as faults:
+                    await calls.call("echo", {"text": f"t{i}"}, tool_call_id=f"t{i}")
+                assert faults.injected[Fault.LOST_RESPONSE] == 1
+            for i in range(6):  # and the client retries each one
                 again = await calls.call("echo", {"text": f"t{i}"}, tool_call_id=f"t{i}")
                 assert _replayed(again)
-        session, history = store.load(sid)
-        assert [r.tool_call_id for r in history] == ["t0", "t1", "t2", "t3"]
-        assert [m["text"] for m in session.context] == ["t0", "t1", "t2", "t3"]
-        assert cluster.executions == Counter({f"t{i}": 1 for i in range(4)})
+        session, context, history = store.load(sid)
+        assert [r.tool_call_id for r in history] == [f"t{i}" for i in range(6)]
+        assert [m["text"] for m in context] == [f"t{i}" for i in range(6)]
+        assert session.message_count == 6  # no seq reserved twice
+        assert cluster.executions == Counter({f"t{i}": 1 for i in range(6)})
 
     _run(main)
 

@@ -139,10 +139,18 @@ def _exercise(client: Any, table: str, tenant: str) -> None:
     store.record_tool_call(sid, "t3", "search", {}, None, 1, owner="alice", ttl_seconds=60)
     with FaultInjector(client, script=[Fault.LOST_RESPONSE, Fault.THROTTLE]):
         store.append_context(sid, ["lost"], owner="alice")
+    with FaultInjector(client, script=[Fault.LOST_RESPONSE], operations=["PutItem"]):
+        store.append_context(sid, ["page lost"], owner="alice")  # the page's answer is lost
     with FaultInjector(client, script=[Fault.LOST_RESPONSE]):
         store.record_tool_call(sid, "t4", "search", {}, None, 1, owner="alice")
     list(store.tool_calls(sid, owner="alice"))
-    store.load(sid, owner="alice")
+    reader = store.context(sid, owner="alice")  # one Query from the metadata item on
+    assert list(reader) == ["a", "c", "lost", "page lost"]
+    assert list(store.context(sid, owner="alice", after=1)) == ["lost", "page lost"]
+    assert list(cold.context(sid, owner="alice", after=reader.position)) == []  # GetItem + Query
+    with pytest.raises(ss.SessionNotFound):
+        store.context(sid, owner="mallory")
+    assert list(store.load(sid, owner="alice").context) == ["a", "c", "lost", "page lost"]
     store.begin_close(sid, owner="alice")
     store.update_status(sid, ss.Status.CLOSED, owner="alice")
     store.close(sid, owner="alice")  # no-op

@@ -38,7 +38,10 @@ def test_create_session_one_request(store: ss.SessionStore, requests: RequestLog
     assert session.status is S.INITIALIZING
     assert session.created_at == session.updated_at == "2026-01-01T12:00:00.000Z"
     assert session.ttl == 1_767_268_800 + 3600  # epoch seconds
-    assert session.context == ()
+    assert (session.message_count, session.context_bytes) == (0, 0)
+    requests.reset()
+    assert list(store.context(session.session_id, owner="alice")) == []
+    assert requests.counts() == {"Query": 1}
 
 
 def test_generated_ids_carry_128_bits_from_the_csprng(client: Any, table: str) -> None:

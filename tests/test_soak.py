@@ -19,8 +19,17 @@ import pytest
 
 import sessionstore as ss
 from sessionstore.local import LocalDynamoDB
+from sessionstore.pages import IN_FLIGHT_S
 from sessionstore.testing import Fault, FaultInjector
-from sessionstore.testing.soak import SoakPlan, SoakResult, audit, run_threads, scan_table
+from sessionstore.testing.soak import (
+    SoakPlan,
+    SoakResult,
+    audit,
+    context_digest,
+    read_contexts,
+    run_threads,
+    scan_table,
+)
 
 FAULTS = {
     Fault.LOST_RESPONSE.value: 0.1,
@@ -92,7 +101,21 @@ def _soak(
                 proc.wait()
     if injector is not None:
         injector.detach()
-    return audit(reports, scan_table(admin, table), faults=injector.summary() if injector else None)
+    # The contexts through the read API: now, and once the in-flight window of any hole an
+    # interrupted append left has passed (then the hole is skipped, not waited for).
+    now = read_contexts(ss.SessionStore(admin, table), plan.session_ids)
+    later_clock = ss.ManualClock(ss.SystemClock().now_ms() + (IN_FLIGHT_S + 1) * 1000)
+    later = read_contexts(ss.SessionStore(admin, table, clock=later_clock), plan.session_ids)
+    result = audit(
+        reports,
+        scan_table(admin, table),
+        contexts=later,
+        faults=injector.summary() if injector else None,
+    )
+    for sid, shown in now.items():
+        if later.get(sid, [])[: len(shown)] != shown:
+            result.violations.append(f"{sid}: the context read now is not a prefix of later's")
+    return result
 
 
 def _check(result: SoakResult, record_property: Any, *, faults: bool) -> None:
@@ -225,14 +248,40 @@ def test_audit_catches_losses_duplicates_and_forbidden_moves() -> None:
             sk="metadata",
             version=9,
             status="initializing",
-            context=['{"m":"m1"}', '{"m":"m1"}'],
+            messageCount=2,
         ),
+        item(pk="session#a", sk="msg#000000000000", first=0, messages=['{"m":"m1"}'], ttl=9),
+        item(pk="session#a", sk="msg#000000000001", first=1, messages=['{"m":"m1"}'], ttl=9),
     ]
-    result = audit([{"worker": "w", "events": events}], table)
+    result = audit([{"worker": "w", "events": events}], table, contexts={"a": ["m1", "m1"]})
     assert (result.losses, result.duplicates) == (1, 1)
     assert result.version_mismatches == 1
     assert result.forbidden >= 2  # active -> initializing, and closed -> initializing
     assert Counter(result.errors) == {"InvalidTransition": 1}
+    assert not any("not the pages'" in v for v in result.violations)
+    # A reader that disagrees with the pages, a worker's appends out of its order, a hole no
+    # failed append explains, and a load that showed what the end does not start with:
+    table[2] = item(pk="session#a", sk="msg#000000000001", first=1, messages=['{"m":"m2"}'], ttl=9)
+    table[0]["messageCount"] = ser.serialize(3)
+    events.append(
+        {
+            "op": "load",
+            "sid": "a",
+            "seq": 5,
+            "ok": True,
+            "version": 4,
+            "status": "active",
+            "records": [],
+            "context_len": 1,
+            "context_digest": context_digest(["m1"]),
+        }
+    )
+    result = audit([{"worker": "w", "events": events}], table, contexts={"a": ["m2", "m1"]})
+    found = "\n".join(result.violations)
+    assert "is not the pages'" in found
+    assert "stored before its earlier appends" in found
+    assert "1 in holes" in found
+    assert "not a prefix of the end" in found
 
 
 # ------------------------------------------------------------- targeted lost-response races
@@ -304,8 +353,10 @@ def test_lost_append_is_not_duplicated_when_the_ring_is_overrun(
             outcome: Any = store.append_context(sid, ["mine"], owner="alice")
         except ss.SessionStoreError as exc:
             outcome = exc
-    context = store.get_session(sid, owner="alice").context
+    clock.advance(seconds=IN_FLIGHT_S + 1)  # a hole the append may have left is skipped
+    context = list(store.context(sid, owner="alice"))
     assert context.count("mine") == 1, f"{context.count('mine')} copies; outcome {outcome!r}"
+    assert sorted(context) == sorted(["mine", *(f"rival-{i}" for i in range(16))])
     assert isinstance(outcome, ss.Session) or (
         isinstance(outcome, ss.Unavailable) and outcome.maybe_applied
     )

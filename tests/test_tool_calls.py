@@ -187,9 +187,9 @@ def test_history_is_in_order_of_first_recording(
         record(store, active.session_id, call)
         clock.advance(ms=1)
     record(store, active.session_id, "alpha")  # a retry keeps its first position
-    session, history = store.load(active.session_id, owner="alice")
+    session, context, history = store.load(active.session_id, owner="alice")
     assert [r.tool_call_id for r in history] == ids
-    assert session.session_id == active.session_id
+    assert session.session_id == active.session_id and list(context) == []
     assert [r.tool_call_id for r in store.tool_calls(active.session_id, owner="alice")] == ids
 
 
@@ -197,17 +197,35 @@ def test_history_follows_last_evaluated_key_past_1_mb(
     store: ss.SessionStore, active: ss.Session, clock: ss.ManualClock, requests: RequestLog
 ) -> None:
     big = "p" * 100_000
-    for n in range(12):  # 12 x ~100 KB > 1 MB: at least two Query pages
+    for n in range(4):  # context pages of ~100 KB sort between the metadata and the records
+        store.append_context(active.session_id, [{"n": n, "text": big}], owner="alice")
+    for n in range(12):  # 16 x ~100 KB > 1 MB: at least two Query pages
         record(store, active.session_id, f"call-{n:02d}", output=big)
         clock.advance(ms=1)
     requests.reset()
-    _session, history = store.load(active.session_id, owner="alice")
-    pages = requests.counts()["Query"]
-    print(f"Query pages for 12 x 100 KB records: {pages}")
-    assert pages >= 2
+    _session, context, history = store.load(active.session_id, owner="alice")
+    counts = requests.counts()
+    print(f"Query pages for 4 x 100 KB messages and 12 x 100 KB records: {counts['Query']}")
+    assert counts["Query"] >= 2 and set(counts) == {"Query"}  # one paginated Query
+    assert [m["n"] for m in context] == [0, 1, 2, 3]
+    assert all(m["text"] == big for m in context)
     assert [r.tool_call_id for r in history] == [f"call-{n:02d}" for n in range(12)]
     assert all(r.output == big for r in history)
-    assert len(list(store.tool_calls(active.session_id, owner="alice"))) == 12
+    requests.reset()
+    lows: list[str] = []
+
+    def low_bound(params: dict[str, Any], **_: Any) -> None:
+        lows.append(params["ExpressionAttributeValues"][":low"]["S"])
+
+    store.client.meta.events.register("provide-client-params.dynamodb.Query", low_bound)
+    try:
+        assert len(list(store.tool_calls(active.session_id, owner="alice"))) == 12
+    finally:
+        store.client.meta.events.unregister("provide-client-params.dynamodb.Query", low_bound)
+    # GetItem of the metadata item, then Query pages of the tool# range only (1.2 MB of
+    # records: two), never the context pages
+    assert requests.counts() == {"GetItem": 1, "Query": 2}
+    assert lows == ["tool#", "tool#"]
 
 
 def test_load_refuses_missing_expired_and_foreign(

@@ -8,12 +8,20 @@ per call: what it asked, what it was acknowledged (the returned Session or recor
 it got, and whether a lost response was injected into that very call (``ambiguous``: the write
 may have landed although the call raised).
 
-``audit(events, items)`` then compares the acknowledgements with the table:
+``audit(events, items, contexts=...)`` then compares the acknowledgements with the table (a
+full Scan) and with each session's context as the store's read API returns it
+(``read_contexts``: ``SessionStore.context``, read once the in-flight window of any hole an
+interrupted append left has passed):
 
 * every acknowledged append's messages are in the context exactly once, contiguously, and no
-  message of a definitely-refused append is there (losses, duplicates, phantoms);
-* ``version == 1 + appends that landed + status changes``; status changes are counted from the
-  statuses the session is known to have held (the lifecycle is acyclic, so each status is
+  message of a definitely-refused append is there (losses, duplicates, phantoms); an append
+  that said ``maybe_applied=False`` stored nothing;
+* each worker's appends are in the context in the order the worker made them;
+* the context read equals the page items' messages in key order; the seqs reserved
+  (``messageCount``) and not stored are holes left by appends that raised ``Unavailable``;
+* every context a ``load`` showed during the run is a prefix of the final one;
+* ``version == 1 + appends that reserved + status changes``; status changes are counted from
+  the statuses the session is known to have held (the lifecycle is acyclic, so each status is
   entered at most once);
 * exactly one record (and one guard) per tool_call_id; the history is the union of the
   acknowledged ids; every acknowledged call returned the stored record;
@@ -27,6 +35,7 @@ process: it prints ``ready``, waits for a line on stdin, runs, and prints its re
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import re
@@ -34,12 +43,13 @@ import sys
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
+from ..codec import JSON
 from ..errors import (
     InvalidTransition,
     SessionNotActive,
@@ -48,7 +58,7 @@ from ..errors import (
     Unavailable,
     VersionConflict,
 )
-from ..models import Session, ToolCallRecord
+from ..models import Loaded, Session, ToolCallRecord
 from ..status import TRANSITIONS, Status
 from .faults import Fault, FaultInjector
 
@@ -120,6 +130,29 @@ def tool_payload(session_id: str, n: int, variant: str | None = None) -> dict[st
     }
 
 
+def _message_ids(messages: Iterable[JSON]) -> list[str]:
+    """The soak's messages are ``{"m": <worker/op/k>, "x": ...}``: their ids, in order."""
+    return [str(m["m"]) if isinstance(m, dict) else repr(m) for m in messages]
+
+
+def context_digest(ids: Sequence[str]) -> str:
+    return hashlib.sha256("\n".join(ids).encode()).hexdigest()
+
+
+def read_contexts(store: Any, session_ids: Iterable[str]) -> dict[str, list[str]]:
+    """Each session's context through ``store.context`` -- as message ids, in order; sessions
+    that do not exist (or expired) are left out. ``store``'s clock should be past the in-flight
+    window (``pages.IN_FLIGHT_S``) of the last append, so a hole an interrupted append left is
+    skipped rather than read as an append still in flight."""
+    out: dict[str, list[str]] = {}
+    for sid in session_ids:
+        try:
+            out[sid] = _message_ids(store.context(sid))
+        except SessionStoreError:
+            continue
+    return out
+
+
 def _session_fields(session: Session) -> dict[str, Any]:
     return {"version": session.version, "status": session.status.value}
 
@@ -184,11 +217,13 @@ def run_worker(
             event.update(_session_fields(result))
         elif isinstance(result, ToolCallRecord):
             event["record"] = _record_fields(result)
-        elif isinstance(result, tuple):  # load
-            session, records = result
+        elif isinstance(result, Loaded):
+            session, context, records = result
             event.update(_session_fields(session))
             event["records"] = [r.tool_call_id for r in records]
-            event["context_len"] = len(session.context)
+            # What the load showed, compactly: the final context must start with it.
+            event["context_len"] = len(context)
+            event["context_digest"] = context_digest(_message_ids(context))
         events.append(event)
         return result
 
@@ -308,9 +343,11 @@ def audit(
     reports: Sequence[dict[str, Any]],
     items: Iterable[dict[str, Any]],
     *,
+    contexts: Mapping[str, Sequence[str]],
     faults: dict[str, int] | None = None,
 ) -> SoakResult:
-    """Check every worker's acknowledgements against the table's raw items (a full Scan).
+    """Check every worker's acknowledgements against the table's raw items (a full Scan) and
+    the contexts as the store reads them (``read_contexts``: message ids per session).
 
     ``faults``: totals of an injector shared by threads (whose reports carry none)."""
     result = SoakResult(workers=len(reports))
@@ -319,6 +356,7 @@ def audit(
     meta: dict[str, dict[str, Any]] = {}
     records: dict[str, list[dict[str, Any]]] = defaultdict(list)
     guards: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    pages: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for raw in items:
         item = _python(raw)
         sid = str(item["pk"]).removeprefix("session#")
@@ -327,6 +365,8 @@ def audit(
             meta[sid] = item
         elif sk.startswith("toolid#"):
             guards[sid].append(item)
+        elif sk.startswith("msg#"):
+            pages[sid].append(item)
         elif sk.startswith("tool#"):
             records[sid].append(item)
         else:
@@ -357,7 +397,16 @@ def audit(
         _check_program_order(report, bad, result)
 
     for sid in sorted(set(events_by_sid) | set(meta)):
-        _audit_session(sid, meta.get(sid), records[sid], guards[sid], events_by_sid[sid], result)
+        _audit_session(
+            sid,
+            meta.get(sid),
+            records[sid],
+            guards[sid],
+            sorted(pages[sid], key=lambda p: str(p["sk"])),
+            contexts.get(sid),
+            events_by_sid[sid],
+            result,
+        )
     return result
 
 
@@ -405,6 +454,8 @@ def _audit_session(
     item: dict[str, Any] | None,
     records: list[dict[str, Any]],
     guards: list[dict[str, Any]],
+    pages: list[dict[str, Any]],
+    read: Sequence[str] | None,
     events: list[tuple[str, dict[str, Any]]],
     result: SoakResult,
 ) -> None:
@@ -432,8 +483,17 @@ def _audit_session(
     result.final_status[sid] = final.value
     result.final_version[sid] = version
 
-    # ---- context: exactly the acknowledged messages, each once, each batch contiguous
-    context = [json.loads(text)["m"] for text in item.get("context", [])]
+    # ---- context, as the read API returns it: exactly the acknowledged messages, each once,
+    # each batch contiguous, each worker's in its order
+    if read is None:
+        bad.append(f"{sid}: exists but its context could not be read")
+        read = []
+    context = list(read)
+    in_pages = [str(json.loads(text)["m"]) for page in pages for text in page.get("messages", [])]
+    if context != in_pages:
+        bad.append(f"{sid}: the context read ({len(context)}) is not the pages' ({len(in_pages)})")
+    reserved = int(item.get("messageCount", 0))
+    holes = reserved - len(in_pages)
     result.stored_messages += len(context)
     counts = Counter(context)
     dupes = sum(n - 1 for n in counts.values())
@@ -442,8 +502,11 @@ def _audit_session(
         bad.append(f"{sid}: {dupes} duplicated context messages")
     position = {m: i for i, m in enumerate(context)}
     landed_appends = 0
+    unstored_max = 0  # appends that raised Unavailable and stored nothing: each may have
+    unstored_seqs = 0  # reserved its seqs, a hole
     known: set[str] = set()
-    for _, e in events:
+    last_by_worker: dict[str, int] = {}
+    for worker, e in events:
         if e["op"] != "append_context":
             continue
         msgs: list[str] = e["msgs"]
@@ -456,13 +519,34 @@ def _audit_session(
             start = position[msgs[0]]
             if [position[m] for m in msgs] != list(range(start, start + len(msgs))):
                 bad.append(f"{sid}: batch {msgs} not contiguous in the context")
+            if start < last_by_worker.get(worker, -1):
+                bad.append(f"{sid}: {worker}'s batch {msgs} stored before its earlier appends")
+            last_by_worker[worker] = start
         elif any(present):
             bad.append(f"{sid}: batch {msgs} partly applied")
+        elif not e["ok"] and e["error"] == "Unavailable":
+            unstored_max += 1
+            unstored_seqs += len(msgs)
         if e["ok"] and not all(present):
             result.losses += present.count(False)
             bad.append(f"{sid}: acknowledged messages {msgs} missing")
         if not e["ok"] and any(present):
-            _landed_despite_error(e, f"{sid}: append {msgs}", result)
+            if e.get("maybe_applied") is False:
+                result.phantoms += 1
+                bad.append(f"{sid}: append {msgs} said maybe_applied=False but was stored")
+            else:
+                _landed_despite_error(e, f"{sid}: append {msgs}", result)
+    if not 0 <= holes <= unstored_seqs:
+        bad.append(
+            f"{sid}: {reserved} seqs reserved, {len(in_pages)} stored: {holes} in holes, but "
+            f"the failed appends could leave at most {unstored_seqs}"
+        )
+    # What each load showed is a prefix of the context as it ended up.
+    for worker, e in events:
+        if e["op"] == "load" and e["ok"] and "context_digest" in e:
+            shown = int(e["context_len"])
+            if shown > len(context) or context_digest(context[:shown]) != e["context_digest"]:
+                bad.append(f"{sid}: {worker} loaded {shown} messages, not a prefix of the end")
     strangers = set(context) - known
     if strangers:
         result.phantoms += len(strangers)
@@ -528,7 +612,7 @@ def _audit_session(
             held.add(Status(e["to"]))
         if e["ok"] and e["op"] in ("append_context", "record_tool_call"):
             held.add(Status.ACTIVE)
-    if context or records:
+    if reserved or records:
         held.add(Status.ACTIVE)
     if Status.CLOSED in held:
         held.add(Status.CLOSING)
@@ -536,7 +620,7 @@ def _audit_session(
         if final not in reachable(status):
             result.forbidden += 1
             bad.append(f"{sid}: held {status.value}, but now {final.value}")
-    if final is Status.INITIALIZING and (context or records):
+    if final is Status.INITIALIZING and (reserved or records):
         result.forbidden += 1
         bad.append(f"{sid}: initializing with context or records (went back from active)")
     changes = len(held) - 1
@@ -550,11 +634,15 @@ def _audit_session(
             for _, e in events
         )
     )
-    if not changes <= version - 1 - landed_appends <= changes + slack:
+    # An append that failed between its reservation and its page bumped the version too.
+    slack += unstored_max
+    floor = changes + (1 if holes > 0 else 0)
+    if not floor <= version - 1 - landed_appends <= changes + slack:
         result.version_mismatches += 1
         bad.append(
             f"{sid}: version {version} != 1 + {landed_appends} appends + {changes} status "
-            f"changes (held {sorted(s.value for s in held)})"
+            f"changes (+ up to {unstored_max} reservations without a page; "
+            f"held {sorted(s.value for s in held)})"
         )
 
 
