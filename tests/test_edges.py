@@ -801,12 +801,6 @@ def test_retry_policy_refuses_fewer_than_one_attempt(attempts: Any) -> None:
 # ------------------------------------------------ context pages: a reservation readers must see
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="package bug: an append that falls back to the pinned form (full tk map) names its "
-    "token in a ring slot, not in tk, so pages._recent_reservations cannot see its reservation: "
-    "a reader skips its in-flight hole as an old one and shows later messages first",
-)
 def test_a_pinned_appends_hole_in_flight_is_waited_for_not_skipped(
     client: Any, table: str, clock: ss.ManualClock
 ) -> None:
