@@ -36,7 +36,7 @@ from .errors import (
     Unavailable,
     VersionConflict,
 )
-from .expressions import Expr, status_in
+from .expressions import LIVE_OWNED, LIVE_UNOWNED, Expr, status_in
 from .models import Session
 from .status import Status, allowed, sources
 from .wire import Cancelled, ConditionFailed
@@ -100,9 +100,9 @@ class Transition(_AnswersWithSession):
             ":one": _ONE,
         }
         if self.owner is None:
-            alive = _ALIVE_UNOWNED
+            alive = LIVE_UNOWNED
         else:
-            alive = _ALIVE_OWNED
+            alive = LIVE_OWNED
             values[":owner"] = {"S": self.owner}
         if self.froms:
             values.update({f":from{i}": {"S": s} for i, s in enumerate(self.froms)})
@@ -240,9 +240,9 @@ class SessionWrite(_AnswersWithSession):
         values[":now"] = {"S": format_timestamp(now_ms)}
         values[":nows"] = {"N": str(now_s)}
         if self.owner is None:
-            alive = _ALIVE_UNOWNED
+            alive = LIVE_UNOWNED
         else:
-            alive = _ALIVE_OWNED
+            alive = LIVE_OWNED
             values[":owner"] = {"S": self.owner}
         sets, removes, extra = self.edit.clauses(e, self.exact)
         extra = f" AND ({extra})" if extra else ""
@@ -368,9 +368,6 @@ _FIXED_NAMES = {
     "#updatedAt": "updatedAt",
     "#tk": "tk",
 }
-#: ``expressions.live_session``, written out for the two cases.
-_ALIVE_OWNED = "(attribute_exists(#pk)) AND (#ttl > :nows) AND (#owner = :owner)"
-_ALIVE_UNOWNED = "(attribute_exists(#pk)) AND (#ttl > :nows) AND (attribute_not_exists(#owner))"
 _CAP = {"N": str(TOKEN_CAP)}
 _ONE = {"N": "1"}
 

@@ -26,7 +26,7 @@ from .errors import (
     RecordMissing,
     ToolCallConflict,
 )
-from .expressions import Expr
+from .expressions import Expr, to_wire
 from .ids import MAX_ID_LENGTH, MAX_TOKEN_LENGTH, IdFactory, RandomIds, validate_id, validate_token
 from .metadata_writes import (
     ATTRIBUTES_MAX_BYTES,
@@ -55,6 +55,7 @@ _MAX_TTL_SECONDS = 366 * 86400 * 10  # ten years: anything longer is a units mis
 #: digits, so the reserve must use all-nines, not powers of ten (10**20 is 2 bytes, 9...9 is 11).
 _WIDEST_VERSION = int("9" * 20)
 _WIDEST_TTL = int("9" * 11)  # epoch seconds past the year 5000
+_WIDEST_TTL_WIRE = {"N": str(_WIDEST_TTL)}
 _WIDEST_CONTEXT_BYTES = int("9" * 6)  # above MAX_ITEM_BYTES
 _WIDEST_ATTRIBUTE_BYTES = int("9" * len(str(ATTRIBUTES_MAX_BYTES)))
 
@@ -112,6 +113,29 @@ def _max_metadata_overhead() -> int:
 
 #: Bytes reserved in every metadata item for everything but the context list.
 METADATA_OVERHEAD = _max_metadata_overhead()
+
+
+def _max_record_overhead() -> int:
+    """The most bytes a tool record can hold besides its tool name, input and output texts."""
+    widest_id = "x" * MAX_ID_LENGTH
+    recorded_at = format_timestamp(0)  # always 24 characters
+    widest: dict[str, Any] = {
+        "pk": schema.pk(widest_id),
+        "sk": schema.tool_sk(recorded_at, widest_id),
+        "sessionId": widest_id,
+        "toolCallId": widest_id,
+        "toolName": "",
+        "input": "",
+        "output": "",
+        "durationMs": int("9" * 38),  # a number has at most 38 significant digits
+        "recordedAt": recorded_at,
+        "ttl": _WIDEST_TTL,
+    }
+    return sizing.item_size(item_to_wire(widest))
+
+
+#: With at most 4 UTF-8 bytes per character of its three texts, a bound of a record's size.
+_RECORD_OVERHEAD = _max_record_overhead()
 
 
 class SessionStore:
@@ -409,39 +433,50 @@ class SessionStore:
             ttl = seen.ttl if seen else self.get_session(session_id, owner=owner).ttl
         recorded_at = format_timestamp(now_ms)
         record_sk = schema.tool_sk(recorded_at, tool_call_id)
-        record = item_to_wire(
-            {
-                "pk": schema.pk(session_id),
-                "sk": record_sk,
-                "sessionId": session_id,
-                "toolCallId": tool_call_id,
-                "toolName": tool_name,
-                "input": input_text,
-                "output": output_text,
-                "durationMs": duration_ms,
-                "recordedAt": recorded_at,
-                "ttl": _WIDEST_TTL,  # the plan sets the real one; sized at its widest
-            }
-        )
-        size = sizing.item_size(record)
-        if size > self.item_size_limit:
-            raise ItemTooLarge(0, size, self.item_size_limit)
+        pk = schema.pk(session_id)
+        # The items in wire form directly: all but the duration are strings.
+        record = {
+            "pk": {"S": pk},
+            "sk": {"S": record_sk},
+            "sessionId": {"S": session_id},
+            "toolCallId": {"S": tool_call_id},
+            "toolName": {"S": tool_name},
+            "input": {"S": input_text},
+            "output": {"S": output_text},
+            "durationMs": to_wire(duration_ms),
+            "recordedAt": {"S": recorded_at},
+            "ttl": _WIDEST_TTL_WIRE,  # the plan sets the real one; sized at its widest
+        }
+        # Sized exactly only when the cheap bound does not already clear the limit.
+        texts = len(tool_name) + len(input_text) + len(output_text)
+        if _RECORD_OVERHEAD + 4 * texts > self.item_size_limit:
+            size = sizing.item_size(record)
+            if size > self.item_size_limit:
+                raise ItemTooLarge(0, size, self.item_size_limit)
         digest = codec.fingerprint(name_text, input)
-        guard = item_to_wire(
-            {
-                "pk": schema.pk(session_id),
-                "sk": schema.guard_sk(tool_call_id),
-                "toolCallId": tool_call_id,
-                "recordSk": record_sk,
-                "fingerprint": digest,
-            }
-        )
+        guard = {
+            "pk": {"S": pk},
+            "sk": {"S": schema.guard_sk(tool_call_id)},
+            "toolCallId": {"S": tool_call_id},
+            "recordSk": {"S": record_sk},
+            "fingerprint": {"S": digest},
+        }
         plan = RecordToolCall(
             self.table_name, session_id, owner, record, guard, ttl, check_ttl, self._remember
         )
         recorded = self._drive(plan, f"tool record {tool_call_id!r} of session {session_id!r}")
         if recorded.guard is None:
-            return ToolCallRecord.from_item(to_python(recorded.record) or {})
+            # This write stored ``record``: the result is what it sent, not parsed back from it.
+            return ToolCallRecord(
+                session_id,
+                tool_call_id,
+                tool_name,
+                codec.decode(input_text),
+                codec.decode(output_text),
+                int(duration_ms),
+                recorded_at,
+                int(record["ttl"]["N"]),
+            )
         stored = self._stored_record(session_id, tool_call_id, recorded.guard)
         if recorded.guard["fingerprint"] != digest:
             raise ToolCallConflict(stored)
