@@ -86,16 +86,15 @@ class Transition(_AnswersWithSession):
         self.owner = owner
         self.token = token
         self.remember = remember
-        self.froms = [s.value for s in sources(to)]
 
     def request(self, now_ms: int) -> dict[str, Any]:
-        # Written out (see ``SessionWrite.request``): the condition and update are fixed text.
-        names = {**_FIXED_NAMES, "#status": "status", "#tx": tx_attribute(self.to)}
-        del names["#tk"]
+        # Written out (see ``SessionWrite.request``): the condition and update are fixed text,
+        # and what depends only on the target status is made once per status.
+        names, to, froms, condition = _TRANSITION_TEXT[self.to]
         values: dict[str, Any] = {
             ":nows": {"N": str(now_ms // 1000)},
             ":now": {"S": format_timestamp(now_ms)},
-            ":to": {"S": self.to.value},
+            ":to": to,
             ":token": {"S": self.token},
             ":one": _ONE,
         }
@@ -104,22 +103,17 @@ class Transition(_AnswersWithSession):
         else:
             alive = LIVE_OWNED
             values[":owner"] = {"S": self.owner}
-        if self.froms:
-            values.update({f":from{i}": {"S": s} for i, s in enumerate(self.froms)})
-            listed = ", ".join(f":from{i}" for i in range(len(self.froms)))
-            condition = f"{alive} AND (#status IN ({listed}))"
-        else:  # nothing leads here: let the failure report the current status
-            condition = f"{alive} AND (attribute_not_exists(#pk))"
+        values.update(froms)
         return {
             "TableName": self.table,
             "Key": schema.meta_key(self.session_id),
             "UpdateExpression": (
                 "SET #status = :to, #updatedAt = :now, #tx = :token ADD #version :one"
             ),
-            "ConditionExpression": condition,
+            "ConditionExpression": alive + condition,
             "ReturnValues": "ALL_NEW",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            "ExpressionAttributeNames": names,
+            "ExpressionAttributeNames": dict(names),
             "ExpressionAttributeValues": values,
         }
 
@@ -370,6 +364,24 @@ _FIXED_NAMES = {
 }
 _CAP = {"N": str(TOKEN_CAP)}
 _ONE = {"N": "1"}
+
+
+def _transition_text(
+    to: Status,
+) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, str]], str]:
+    """A transition's fixed part: its names, ``:to``, the source statuses' values, and the
+    condition after the live-session part."""
+    names = {**_FIXED_NAMES, "#status": "status", "#tx": tx_attribute(to)}
+    del names["#tk"]
+    froms = {f":from{i}": {"S": s.value} for i, s in enumerate(sources(to))}
+    if froms:
+        condition = f" AND (#status IN ({', '.join(froms)}))"
+    else:  # nothing leads here: let the failure report the current status
+        condition = " AND (attribute_not_exists(#pk))"
+    return names, {"S": to.value}, froms, condition
+
+
+_TRANSITION_TEXT = {to: _transition_text(to) for to in Status}
 
 
 def _carries(item: dict[str, Any], token: str) -> bool:
