@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, overload
 
 from .codec import JSON, decode
@@ -150,7 +150,7 @@ class Session:
         counted = item.get("attrBytes")
         tokens = item.get("tk")
         context = item.get("context")
-        return cls(
+        return _session(
             item["sessionId"]["S"],
             int(item["version"]["N"]),
             _STATUS[item["status"]["S"]],
@@ -169,7 +169,7 @@ class Session:
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Session:
         attr_bytes = item.get("attrBytes")
-        return cls(
+        return _session(
             item["sessionId"],
             int(item["version"]),
             _STATUS[item["status"]],
@@ -184,6 +184,57 @@ class Session:
             None if attr_bytes is None else int(attr_bytes),
             item.get("tk"),
         )
+
+
+def _session(
+    session_id: str,
+    version: int,
+    status: Status,
+    owner: str | None,
+    created_at: str,
+    updated_at: str,
+    ttl: int,
+    context: Context,
+    context_bytes: int,
+    incarnation: str,
+    attributes: Attributes,
+    attribute_bytes: int | None,
+    write_tokens: Mapping[str, int] | None,
+) -> Session:
+    """``Session(...)`` with every field given, for the parsers: a frozen dataclass's
+    ``__init__`` sets its fields one ``object.__setattr__`` call at a time, and every write
+    builds a Session from its response; here they are set in one step, with the same result."""
+    session = _new(Session)
+    _setattr(
+        session,
+        "__dict__",
+        {
+            "session_id": session_id,
+            "version": version,
+            "status": status,
+            "owner": owner,
+            "created_at": created_at,
+            "updated_at": updated_at,
+            "ttl": ttl,
+            "context": context,
+            "context_bytes": context_bytes,
+            "incarnation": incarnation,
+            "attributes": attributes,
+            "attribute_bytes": attribute_bytes,
+            "write_tokens": write_tokens,
+        },
+    )
+    return session
+
+
+_new = object.__new__
+_setattr = object.__setattr__
+# ``_session`` must set exactly the dataclass's fields: a field added there and not here would
+# be missing from every parsed Session.
+_blank: list[Any] = [None] * len(fields(Session))
+if list(vars(_session(*_blank))) != [f.name for f in fields(Session)]:
+    raise TypeError("models._session is out of step with Session's fields")
+del _blank
 
 
 @dataclass(frozen=True)
