@@ -222,7 +222,7 @@ class SessionStore:
             "updatedAt": stamp,
             "ttl": now_ms // 1000 + ttl_seconds,
             "context": [],
-            "contextBytes": sizing.value_size({"L": []}),
+            "contextBytes": _EMPTY_LIST_BYTES,
             "createToken": token,
             "attrs": attrs,
             "attrBytes": attr_bytes,
@@ -328,7 +328,7 @@ class SessionStore:
         gone = tuple(dict.fromkeys(remove))
         if not texts and not gone:
             raise InvalidInput("changes or remove must name at least one attribute")
-        both = set(texts) & set(gone)
+        both = set(texts).intersection(gone) if gone else ()
         if both:
             raise InvalidInput(f"attributes both changed and removed: {sorted(both)}")
         added = sum(attribute_bytes(k, v) for k, v in texts.items())

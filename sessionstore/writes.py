@@ -36,7 +36,7 @@ from .errors import (
     SessionStoreError,
     Unavailable,
 )
-from .expressions import LIVE_OWNED, LIVE_UNOWNED, Expr
+from .expressions import LIVE_OWNED, LIVE_UNOWNED
 from .models import Session
 from .status import Status
 from .wire import Cancelled, ConditionFailed
@@ -79,13 +79,12 @@ class CreateSession:
     def __init__(self, table: str, session_id: str, item: dict[str, Any], token: str) -> None:
         self.session_id = session_id
         self.token = token
-        e = Expr()
         self._request = {
             "TableName": table,
             "Item": item,
-            "ConditionExpression": f"attribute_not_exists({e.n('pk')})",
+            "ConditionExpression": "attribute_not_exists(#pk)",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            **e.params(),
+            "ExpressionAttributeNames": {"#pk": "pk"},
         }
 
     def request(self, now_ms: int) -> dict[str, Any]:
