@@ -56,7 +56,9 @@ class _AnswersWithSession:
     remember: Callable[[Session], None]
 
     def succeeded(self, response: dict[str, Any]) -> Session:
-        return self._session_from(Session.from_wire(response["Attributes"]))
+        session = Session.from_wire(response["Attributes"])
+        self.remember(session)
+        return session
 
     def _session(self, item: dict[str, Any]) -> Session:
         return self._session_from(Session.from_item(item))
@@ -517,7 +519,7 @@ class AttributesEdit:
             sets = f"{attrs} = {e.v(new)}, {counted} = {e.v(attributes_size(new))}"
             return sets, "", open_
         parts = [f"{attrs}.{e.k(name)} = {e.v(text)}" for name, text in self.changes.items()]
-        removes = ", ".join(f"{attrs}.{e.k(name)}" for name in self.remove)
+        removes = ", ".join([f"{attrs}.{e.k(name)}" for name in self.remove]) if self.remove else ""
         if exact is not None:
             parts.append(f"{counted} = {e.v(attributes_size(self.after(exact)))}")
             return ", ".join(parts), removes, open_

@@ -321,7 +321,9 @@ class SessionStore:
         _validate_owner(owner)
         _validate_expected(expected_version)
         texts = _attribute_texts(changes, "changes")
-        if isinstance(remove, str | bytes) or not isinstance(remove, Sequence):
+        if type(remove) is not tuple and (  # the default: no need to ask the ABC
+            isinstance(remove, str | bytes) or not isinstance(remove, Sequence)
+        ):
             raise InvalidInput("remove must be a sequence of attribute names")
         for name in remove:
             _validate_attribute_name(name)
@@ -694,7 +696,7 @@ def _validate_attribute_name(name: object) -> str:
 
 def _attribute_texts(values: object, what: str) -> dict[str, str]:
     """Validated names -> exact JSON text of each value."""
-    if not isinstance(values, Mapping):
+    if type(values) is not dict and not isinstance(values, Mapping):  # dict: no ABC check
         raise InvalidInput(f"{what} must be a mapping of attribute names to JSON values")
     return {
         _validate_attribute_name(name): codec.encode(value, f"{what}[{name!r}]")
