@@ -150,22 +150,28 @@ def drive(
     what: str,
 ) -> R:
     """Run ``plan`` to its ending (see the module docstring)."""
-    driver = Driver(plan, what)
+    # Most writes succeed at their first attempt: the bookkeeping of failures (``Driver``) is
+    # made only once one has happened, since an attempt that succeeds needs none of it.
+    driver: Driver[R] | None = None
     for attempt in range(retry.max_attempts):
         now_ms = clock.now_ms()
-        failure: Exception | None = None
-        result: Any = None
+        failure: Refused | Unavailable
         try:
             result = send(plan.operation, plan.request(now_ms))
         except (Refused, Unavailable) as exc:
             failure = exc
         except SessionStoreError as exc:  # e.g. refused as too large, an unexpected code
-            driver.fail(exc)
+            (driver or Driver(plan, what)).fail(exc)
+        else:
+            return plan.succeeded(result)
+        if driver is None:
+            driver = Driver(plan, what)
         # Interpreted outside the ``except``: a typed error must not arrive chained to an
         # internal exception the caller never raised.
-        verdict = driver.outcome(result, failure, now_ms)
+        verdict = driver.outcome(None, failure, now_ms)
         if not isinstance(verdict, Retry):
             return verdict
         if attempt + 1 < retry.max_attempts:
             retry.backoff(attempt)
+    assert driver is not None  # every attempt failed
     raise driver.ending(retry.max_attempts) from driver.cause

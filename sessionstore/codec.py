@@ -49,19 +49,26 @@ def _check(value: object, what: str, depth: int = 0) -> None:
         raise InvalidInput(f"{what} holds a {kind.__name__}, which is not a JSON value")
 
 
+# What ``json.dumps`` with these options would build on every call; an encoder holds no state
+# between calls, so one per process serves every thread.
+_EXACT = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_CANONICAL = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
 def encode(value: JSON, what: str = "value") -> str:
     """Exact JSON text of ``value``; raises ``InvalidInput`` for anything JSON can't hold."""
     _check(value, what)
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = _EXACT.encode(value)
     except ValueError as exc:  # NaN / Infinity, or an int past 4300 digits
         raise InvalidInput(f"{what} cannot be written as JSON: {exc}") from exc
     except (TypeError, RecursionError) as exc:
         raise InvalidInput(f"{what} cannot be written as JSON: {exc}") from exc
-    try:
-        text.encode("utf-8")  # a lone surrogate, in a string or a key
-    except UnicodeEncodeError as exc:
-        raise InvalidInput(f"{what} holds a string that is not valid Unicode") from exc
+    if not text.isascii():  # ASCII text holds no surrogate
+        try:
+            text.encode("utf-8")  # a lone surrogate, in a string or a key
+        except UnicodeEncodeError as exc:
+            raise InvalidInput(f"{what} holds a string that is not valid Unicode") from exc
     return text
 
 
@@ -75,6 +82,6 @@ def fingerprint(name_text: str, *values: JSON) -> str:
     h = hashlib.sha256(name_text.encode("utf-8"))
     for value in values:
         h.update(b"\x00")
-        canonical = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        canonical = _CANONICAL.encode(value)
         h.update(canonical.encode("utf-8"))
     return h.hexdigest()

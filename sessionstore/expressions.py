@@ -78,6 +78,12 @@ def live_session(e: Expr, *, owner: str | None, now_s: int) -> str:
     return all_of(f"attribute_exists({e.n('pk')})", f"{e.n('ttl')} > {e.v(now_s)}", owner_cond)
 
 
+#: ``live_session`` written out for requests whose fixed text is not rebuilt on every call:
+#: names ``#pk``, ``#ttl``, ``#owner``; values ``:nows`` (now, epoch seconds) and ``:owner``.
+LIVE_OWNED = "(attribute_exists(#pk)) AND (#ttl > :nows) AND (#owner = :owner)"
+LIVE_UNOWNED = "(attribute_exists(#pk)) AND (#ttl > :nows) AND (attribute_not_exists(#owner))"
+
+
 def status_in(e: Expr, statuses: list[str]) -> str:
     if len(statuses) == 1:
         return f"{e.n('status')} = {e.v(statuses[0])}"

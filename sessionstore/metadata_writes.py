@@ -37,7 +37,7 @@ from .errors import (
     Unavailable,
     VersionConflict,
 )
-from .expressions import Expr, status_in
+from .expressions import LIVE_OWNED, LIVE_UNOWNED, Expr, status_in
 from .models import Session
 from .status import Status, allowed, sources
 from .wire import Cancelled, ConditionFailed
@@ -71,7 +71,9 @@ class _AnswersWithSession:
     remember: Callable[[Session], None]
 
     def succeeded(self, response: dict[str, Any]) -> Session:
-        return self._session_from(Session.from_wire(response["Attributes"]))
+        session = Session.from_wire(response["Attributes"])
+        self.remember(session)
+        return session
 
     def _session(self, item: dict[str, Any]) -> Session:
         return self._session_from(Session.from_item(item))
@@ -101,40 +103,34 @@ class Transition(_AnswersWithSession):
         self.owner = owner
         self.token = token
         self.remember = remember
-        self.froms = [s.value for s in sources(to)]
 
     def request(self, now_ms: int) -> dict[str, Any]:
-        # Written out (see ``SessionWrite.request``): the condition and update are fixed text.
-        names = {**_FIXED_NAMES, "#status": "status", "#tx": tx_attribute(self.to)}
-        del names["#tk"]
+        # Written out (see ``SessionWrite.request``): the condition and update are fixed text,
+        # and what depends only on the target status is made once per status.
+        names, to, froms, condition = _TRANSITION_TEXT[self.to]
         values: dict[str, Any] = {
             ":nows": {"N": str(now_ms // 1000)},
             ":now": {"S": format_timestamp(now_ms)},
-            ":to": {"S": self.to.value},
+            ":to": to,
             ":token": {"S": self.token},
             ":one": _ONE,
         }
         if self.owner is None:
-            alive = _ALIVE_UNOWNED
+            alive = LIVE_UNOWNED
         else:
-            alive = _ALIVE_OWNED
+            alive = LIVE_OWNED
             values[":owner"] = {"S": self.owner}
-        if self.froms:
-            values.update({f":from{i}": {"S": s} for i, s in enumerate(self.froms)})
-            listed = ", ".join(f":from{i}" for i in range(len(self.froms)))
-            condition = f"{alive} AND (#status IN ({listed}))"
-        else:  # nothing leads here: let the failure report the current status
-            condition = f"{alive} AND (attribute_not_exists(#pk))"
+        values.update(froms)
         return {
             "TableName": self.table,
             "Key": schema.meta_key(self.session_id),
             "UpdateExpression": (
                 "SET #status = :to, #updatedAt = :now, #tx = :token ADD #version :one"
             ),
-            "ConditionExpression": condition,
+            "ConditionExpression": alive + condition,
             "ReturnValues": "ALL_NEW",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            "ExpressionAttributeNames": names,
+            "ExpressionAttributeNames": dict(names),
             "ExpressionAttributeValues": values,
         }
 
@@ -270,9 +266,9 @@ class SessionWrite(_AnswersWithSession):
         values[":now"] = {"S": format_timestamp(now_ms)}
         values[":nows"] = {"N": str(now_s)}
         if self.owner is None:
-            alive = _ALIVE_UNOWNED
+            alive = LIVE_UNOWNED
         else:
-            alive = _ALIVE_OWNED
+            alive = LIVE_OWNED
             values[":owner"] = {"S": self.owner}
         sets, removes, extra = self.edit.clauses(e, self.exact)
         extra = f" AND ({extra})" if extra else ""
@@ -402,11 +398,26 @@ _FIXED_NAMES = {
     "#updatedAt": "updatedAt",
     "#tk": "tk",
 }
-#: ``expressions.live_session``, written out for the two cases.
-_ALIVE_OWNED = "(attribute_exists(#pk)) AND (#ttl > :nows) AND (#owner = :owner)"
-_ALIVE_UNOWNED = "(attribute_exists(#pk)) AND (#ttl > :nows) AND (attribute_not_exists(#owner))"
 _CAP = {"N": str(TOKEN_CAP)}
 _ONE = {"N": "1"}
+
+
+def _transition_text(
+    to: Status,
+) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, str]], str]:
+    """A transition's fixed part: its names, ``:to``, the source statuses' values, and the
+    condition after the live-session part."""
+    names = {**_FIXED_NAMES, "#status": "status", "#tx": tx_attribute(to)}
+    del names["#tk"]
+    froms = {f":from{i}": {"S": s.value} for i, s in enumerate(sources(to))}
+    if froms:
+        condition = f" AND (#status IN ({', '.join(froms)}))"
+    else:  # nothing leads here: let the failure report the current status
+        condition = " AND (attribute_not_exists(#pk))"
+    return names, {"S": to.value}, froms, condition
+
+
+_TRANSITION_TEXT = {to: _transition_text(to) for to in Status}
 
 
 def _carries(item: dict[str, Any], token: str) -> bool:
@@ -504,7 +515,7 @@ class AttributesEdit:
             sets = f"{attrs} = {e.v(new)}, {counted} = {e.v(attributes_size(new))}"
             return sets, "", open_
         parts = [f"{attrs}.{e.k(name)} = {e.v(text)}" for name, text in self.changes.items()]
-        removes = ", ".join(f"{attrs}.{e.k(name)}" for name in self.remove)
+        removes = ", ".join([f"{attrs}.{e.k(name)}" for name in self.remove]) if self.remove else ""
         if exact is not None:
             parts.append(f"{counted} = {e.v(attributes_size(self.after(exact)))}")
             return ", ".join(parts), removes, open_

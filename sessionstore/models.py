@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple, overload
 
 from .codec import JSON, decode
@@ -159,7 +159,7 @@ class Session:
         context = item.get("context")
         inline = tuple([m["S"] for m in context["L"]]) if context is not None else ()
         count = item.get("messageCount")
-        return cls(
+        return _session(
             item["sessionId"]["S"],
             int(item["version"]["N"]),
             _STATUS[item["status"]["S"]],
@@ -181,7 +181,7 @@ class Session:
         attr_bytes = item.get("attrBytes")
         inline = tuple(item.get("context", ()))
         tokens = item.get("tk")
-        return cls(
+        return _session(
             item["sessionId"],
             int(item["version"]),
             _STATUS[item["status"]],
@@ -197,6 +197,59 @@ class Session:
             None if tokens is None else {k: int(v) for k, v in tokens.items()},
             inline,
         )
+
+
+def _session(
+    session_id: str,
+    version: int,
+    status: Status,
+    owner: str | None,
+    created_at: str,
+    updated_at: str,
+    ttl: int,
+    message_count: int,
+    context_bytes: int,
+    incarnation: str,
+    attributes: Attributes,
+    attribute_bytes: int | None,
+    write_tokens: Mapping[str, int] | None,
+    inline_context: tuple[str, ...],
+) -> Session:
+    """``Session(...)`` with every field given, for the parsers: a frozen dataclass's
+    ``__init__`` sets its fields one ``object.__setattr__`` call at a time, and every write
+    builds a Session from its response; here they are set in one step, with the same result."""
+    session = _new(Session)
+    _setattr(
+        session,
+        "__dict__",
+        {
+            "session_id": session_id,
+            "version": version,
+            "status": status,
+            "owner": owner,
+            "created_at": created_at,
+            "updated_at": updated_at,
+            "ttl": ttl,
+            "message_count": message_count,
+            "context_bytes": context_bytes,
+            "incarnation": incarnation,
+            "attributes": attributes,
+            "attribute_bytes": attribute_bytes,
+            "write_tokens": write_tokens,
+            "inline_context": inline_context,
+        },
+    )
+    return session
+
+
+_new = object.__new__
+_setattr = object.__setattr__
+# ``_session`` must set exactly the dataclass's fields: a field added there and not here would
+# be missing from every parsed Session.
+_blank: list[Any] = [None] * len(fields(Session))
+if list(vars(_session(*_blank))) != [f.name for f in fields(Session)]:
+    raise TypeError("models._session is out of step with Session's fields")
+del _blank
 
 
 @dataclass(frozen=True)

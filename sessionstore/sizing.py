@@ -29,17 +29,26 @@ AttributeValue = Mapping[str, Any]
 
 
 def number_size(text: str | int | Decimal) -> int:
-    digits = str(Decimal(str(text)).copy_abs()).lower()
-    mantissa = digits.split("e")[0].replace(".", "")
-    significant = mantissa.strip("0")
+    if type(text) is str and text.isdigit() and text.isascii():
+        # A plain non-negative integer -- every number the store writes: no Decimal needed.
+        significant = text.strip("0")
+    else:
+        digits = str(Decimal(str(text)).copy_abs()).lower()
+        mantissa = digits.split("e")[0].replace(".", "")
+        significant = mantissa.strip("0")
     return math.ceil(max(len(significant), 1) / 2) + 1
+
+
+def text_size(text: str) -> int:
+    """UTF-8 bytes of ``text``; ASCII (known to CPython without a scan) needs no encoding."""
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 def value_size(value: AttributeValue) -> int:
     """Size of one low-level attribute value such as ``{"S": "x"}`` (name not included)."""
     ((kind, data),) = value.items()
     if kind == "S":
-        return len(data.encode("utf-8"))
+        return text_size(data)
     if kind == "N":
         return number_size(data)
     if kind == "B":
@@ -49,7 +58,7 @@ def value_size(value: AttributeValue) -> int:
     if kind == "L":
         return 3 + sum(value_size(v) + 1 for v in data)
     if kind == "M":
-        return 3 + sum(len(k.encode("utf-8")) + value_size(v) + 1 for k, v in data.items())
+        return 3 + sum(text_size(k) + value_size(v) + 1 for k, v in data.items())
     if kind == "SS":
         return sum(len(s.encode("utf-8")) for s in data)
     if kind == "NS":
@@ -65,7 +74,7 @@ def _raw(data: bytes | str) -> bytes:
 
 def item_size(item: Mapping[str, AttributeValue]) -> int:
     """Size in bytes of a low-level item (``{"pk": {"S": ...}, ...}``) as DynamoDB counts it."""
-    return sum(len(name.encode("utf-8")) + value_size(v) for name, v in item.items())
+    return sum(text_size(name) + value_size(v) for name, v in item.items())
 
 
 def write_units(size: int, *, transactional: bool = False) -> int:

@@ -29,6 +29,7 @@ from .errors import (
     ToolCallConflict,
     Unavailable,
 )
+from .expressions import to_wire
 from .ids import MAX_ID_LENGTH, MAX_TOKEN_LENGTH, IdFactory, RandomIds, validate_id, validate_token
 from .metadata_writes import (
     ATTRIBUTES_MAX_BYTES,
@@ -66,6 +67,7 @@ _MAX_TTL_SECONDS = 366 * 86400 * 10  # ten years: anything longer is a units mis
 #: digits, so the reserve must use all-nines, not powers of ten (10**20 is 2 bytes, 9...9 is 11).
 _WIDEST_VERSION = int("9" * 20)
 _WIDEST_TTL = int("9" * 11)  # epoch seconds past the year 5000
+_WIDEST_TTL_WIRE = {"N": str(_WIDEST_TTL)}
 _WIDEST_COUNT = int("9" * 12)  # ``SEQ_SPAN`` - 1: more messages than any limit allows
 _WIDEST_CONTEXT_BYTES = int("9" * 15)
 _WIDEST_TOKEN_VALUE = _WIDEST_TTL * SEQ_SPAN + _WIDEST_COUNT
@@ -135,6 +137,29 @@ def _max_metadata_size() -> int:
 #: The most bytes a metadata item can take, whatever the session holds: its messages are in
 #: page items, so this bounds what every write to it is billed, however long the session.
 METADATA_OVERHEAD = _max_metadata_size()
+
+
+def _max_record_overhead() -> int:
+    """The most bytes a tool record can hold besides its tool name, input and output texts."""
+    widest_id = "x" * MAX_ID_LENGTH
+    recorded_at = format_timestamp(0)  # always 24 characters
+    widest: dict[str, Any] = {
+        "pk": schema.pk(widest_id),
+        "sk": schema.tool_sk(recorded_at, widest_id),
+        "sessionId": widest_id,
+        "toolCallId": widest_id,
+        "toolName": "",
+        "input": "",
+        "output": "",
+        "durationMs": int("9" * 38),  # a number has at most 38 significant digits
+        "recordedAt": recorded_at,
+        "ttl": _WIDEST_TTL,
+    }
+    return sizing.item_size(item_to_wire(widest))
+
+
+#: With at most 4 UTF-8 bytes per character of its three texts, a bound of a record's size.
+_RECORD_OVERHEAD = _max_record_overhead()
 
 
 class SessionStore:
@@ -337,14 +362,16 @@ class SessionStore:
         _validate_owner(owner)
         _validate_expected(expected_version)
         texts = _attribute_texts(changes, "changes")
-        if isinstance(remove, str | bytes) or not isinstance(remove, Sequence):
+        if type(remove) is not tuple and (  # the default: no need to ask the ABC
+            isinstance(remove, str | bytes) or not isinstance(remove, Sequence)
+        ):
             raise InvalidInput("remove must be a sequence of attribute names")
         for name in remove:
             _validate_attribute_name(name)
         gone = tuple(dict.fromkeys(remove))
         if not texts and not gone:
             raise InvalidInput("changes or remove must name at least one attribute")
-        both = set(texts) & set(gone)
+        both = set(texts).intersection(gone) if gone else ()
         if both:
             raise InvalidInput(f"attributes both changed and removed: {sorted(both)}")
         added = sum(attribute_bytes(k, v) for k, v in texts.items())
@@ -397,9 +424,10 @@ class SessionStore:
                 session_id, 0, 0, count, added, self.max_context_messages, self.max_context_bytes
             )
         token = self._token()
-        # Sized with the widest seq and ttl: the real ones are known after the reservation.
-        page = page_item(session_id, _WIDEST_COUNT - count + 1, encoded, _WIDEST_TTL, token)
-        size = sizing.item_size(page)
+        # Sized with the widest seq and ttl (the real ones are known after the reservation);
+        # each message adds its text and 1 byte to the list (``sizing``): no need to walk them.
+        empty = page_item(session_id, _WIDEST_COUNT, [], _WIDEST_TTL, token)
+        size = sizing.item_size(empty) + added + count
         if size > self.item_size_limit:
             raise ItemTooLarge(0, size, self.item_size_limit, what="context page")
         edit = AppendEdit(
@@ -489,39 +517,50 @@ class SessionStore:
             ttl = seen.ttl if seen else self.get_session(session_id, owner=owner).ttl
         recorded_at = format_timestamp(now_ms)
         record_sk = schema.tool_sk(recorded_at, tool_call_id)
-        record = item_to_wire(
-            {
-                "pk": schema.pk(session_id),
-                "sk": record_sk,
-                "sessionId": session_id,
-                "toolCallId": tool_call_id,
-                "toolName": tool_name,
-                "input": input_text,
-                "output": output_text,
-                "durationMs": duration_ms,
-                "recordedAt": recorded_at,
-                "ttl": _WIDEST_TTL,  # the plan sets the real one; sized at its widest
-            }
-        )
-        size = sizing.item_size(record)
-        if size > self.item_size_limit:
-            raise ItemTooLarge(0, size, self.item_size_limit)
+        pk = schema.pk(session_id)
+        # The items in wire form directly: all but the duration are strings.
+        record = {
+            "pk": {"S": pk},
+            "sk": {"S": record_sk},
+            "sessionId": {"S": session_id},
+            "toolCallId": {"S": tool_call_id},
+            "toolName": {"S": tool_name},
+            "input": {"S": input_text},
+            "output": {"S": output_text},
+            "durationMs": to_wire(duration_ms),
+            "recordedAt": {"S": recorded_at},
+            "ttl": _WIDEST_TTL_WIRE,  # the plan sets the real one; sized at its widest
+        }
+        # Sized exactly only when the cheap bound does not already clear the limit.
+        texts = len(tool_name) + len(input_text) + len(output_text)
+        if _RECORD_OVERHEAD + 4 * texts > self.item_size_limit:
+            size = sizing.item_size(record)
+            if size > self.item_size_limit:
+                raise ItemTooLarge(0, size, self.item_size_limit)
         digest = codec.fingerprint(name_text, input)
-        guard = item_to_wire(
-            {
-                "pk": schema.pk(session_id),
-                "sk": schema.guard_sk(tool_call_id),
-                "toolCallId": tool_call_id,
-                "recordSk": record_sk,
-                "fingerprint": digest,
-            }
-        )
+        guard = {
+            "pk": {"S": pk},
+            "sk": {"S": schema.guard_sk(tool_call_id)},
+            "toolCallId": {"S": tool_call_id},
+            "recordSk": {"S": record_sk},
+            "fingerprint": {"S": digest},
+        }
         plan = RecordToolCall(
             self.table_name, session_id, owner, record, guard, ttl, check_ttl, self._remember
         )
         recorded = self._drive(plan, f"tool record {tool_call_id!r} of session {session_id!r}")
         if recorded.guard is None:
-            return ToolCallRecord.from_item(to_python(recorded.record) or {})
+            # This write stored ``record``: the result is what it sent, not parsed back from it.
+            return ToolCallRecord(
+                session_id,
+                tool_call_id,
+                tool_name,
+                codec.decode(input_text),
+                codec.decode(output_text),
+                int(duration_ms),
+                recorded_at,
+                int(record["ttl"]["N"]),
+            )
         stored = self._stored_record(session_id, tool_call_id, recorded.guard)
         if recorded.guard["fingerprint"] != digest:
             raise ToolCallConflict(stored)
@@ -787,7 +826,7 @@ def _validate_attribute_name(name: object) -> str:
 
 def _attribute_texts(values: object, what: str) -> dict[str, str]:
     """Validated names -> exact JSON text of each value."""
-    if not isinstance(values, Mapping):
+    if type(values) is not dict and not isinstance(values, Mapping):  # dict: no ABC check
         raise InvalidInput(f"{what} must be a mapping of attribute names to JSON values")
     return {
         _validate_attribute_name(name): codec.encode(value, f"{what}[{name!r}]")

@@ -125,7 +125,8 @@ def to_python(item: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def item_to_wire(item: dict[str, Any]) -> dict[str, Any]:
-    return {k: to_wire(v) for k, v in item.items()}
+    # Strings, most of any item, without a call each.
+    return {k: {"S": v} if type(v) is str else to_wire(v) for k, v in item.items()}
 
 
 class Refused(Exception):

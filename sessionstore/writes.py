@@ -36,7 +36,7 @@ from .errors import (
     SessionStoreError,
     Unavailable,
 )
-from .expressions import Expr, all_of, live_session
+from .expressions import LIVE_OWNED, LIVE_UNOWNED
 from .models import Session
 from .status import Status
 from .wire import Cancelled, ConditionFailed
@@ -83,13 +83,12 @@ class CreateSession:
     def __init__(self, table: str, session_id: str, item: dict[str, Any], token: str) -> None:
         self.session_id = session_id
         self.token = token
-        e = Expr()
         self._request = {
             "TableName": table,
             "Item": item,
-            "ConditionExpression": f"attribute_not_exists({e.n('pk')})",
+            "ConditionExpression": "attribute_not_exists(#pk)",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            **e.params(),
+            "ExpressionAttributeNames": {"#pk": "pk"},
         }
 
     def request(self, now_ms: int) -> dict[str, Any]:
@@ -158,47 +157,49 @@ class RecordToolCall:
         self.remember = remember
 
     def request(self, now_ms: int) -> dict[str, Any]:
-        now_s = now_ms // 1000
+        # Fixed text, written out rather than built placeholder by placeholder: this runs on
+        # every record, and the library's own CPU time per call is budgeted.
+        now_s = {"N": str(now_ms // 1000)}
         ttl_wire = {"N": str(self.ttl)}
         self.record["ttl"] = ttl_wire
         self.guard["ttl"] = ttl_wire
-        e = Expr()
-        conditions = [
-            live_session(e, owner=self.owner, now_s=now_s),
-            f"{e.n('status')} = {e.v(Status.ACTIVE.value)}",
-        ]
+        values = {":nows": now_s, ":active": _ACTIVE, ":ttl": ttl_wire}
+        if self.owner is None:
+            alive = LIVE_UNOWNED
+        else:
+            alive = LIVE_OWNED
+            values[":owner"] = {"S": self.owner}
         comparison = "=" if self.check_ttl else ">="
-        conditions.append(f"{e.n('ttl')} {comparison} {e.v(self.ttl)}")
-        g = Expr()
-        absent = Expr()
         return {
             "TransactItems": [
                 {
                     "ConditionCheck": {
                         "TableName": self.table,
                         "Key": schema.meta_key(self.session_id),
-                        "ConditionExpression": all_of(*conditions),
+                        "ConditionExpression": (
+                            f"{alive} AND (#status = :active) AND (#ttl {comparison} :ttl)"
+                        ),
                         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                        **e.params(),
+                        "ExpressionAttributeNames": dict(_CHECK_NAMES),
+                        "ExpressionAttributeValues": values,
                     }
                 },
                 {
                     "Put": {
                         "TableName": self.table,
                         "Item": self.guard,
-                        "ConditionExpression": (
-                            f"attribute_not_exists({g.n('pk')}) OR {g.n('ttl')} <= {g.v(now_s)}"
-                        ),
+                        "ConditionExpression": "attribute_not_exists(#pk) OR #ttl <= :nows",
                         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                        **g.params(),
+                        "ExpressionAttributeNames": {"#pk": "pk", "#ttl": "ttl"},
+                        "ExpressionAttributeValues": {":nows": now_s},
                     }
                 },
                 {
                     "Put": {
                         "TableName": self.table,
                         "Item": self.record,
-                        "ConditionExpression": f"attribute_not_exists({absent.n('pk')})",
-                        **absent.params(),
+                        "ConditionExpression": "attribute_not_exists(#pk)",
+                        "ExpressionAttributeNames": {"#pk": "pk"},
                     }
                 },
             ]
@@ -241,3 +242,7 @@ class RecordToolCall:
 
     def exhausted(self, attempts: int) -> SessionStoreError:
         return gave_up(f"tool record of session {self.session_id!r}", attempts)
+
+
+_CHECK_NAMES = {"#pk": "pk", "#ttl": "ttl", "#owner": "owner", "#status": "status"}
+_ACTIVE = {"S": Status.ACTIVE.value}
