@@ -26,6 +26,7 @@ from .errors import (
     InvalidInput,
     ItemTooLarge,
     RecordMissing,
+    SessionNotFound,
     ToolCallConflict,
     Unavailable,
 )
@@ -624,16 +625,11 @@ class SessionStore:
         now_s = self.clock.now_ms() // 1000
         if after is None:
             items = self._items(session_id, schema.META_SK, schema.PAGES_END)
-            head = next(items, None)
-            if head is not None and head["sk"] != schema.META_SK:
-                head = None
-            session = live(session_id, head, owner, now_s)
-            self._remember(session)
+            session, head = self._head(items, session_id, owner, now_s)
         else:
             session, head = self._get(session_id, owner)
             start = first_page_key(session, after) or schema.PAGE_PREFIX
             items = self._items(session_id, start, schema.PAGES_END)
-        assert head is not None
         recent = recent_reservations(head, now_s)
         return ContextReader(read_context(session, items, after, now_s, recent), after)
 
@@ -644,11 +640,7 @@ class SessionStore:
         _validate_owner(owner)
         now_s = self.clock.now_ms() // 1000
         items = self._items(session_id, schema.META_SK, schema.TOOLS_END)
-        head = next(items, None)
-        if head is not None and head["sk"] != schema.META_SK:
-            head = None
-        session = live(session_id, head, owner, now_s)
-        self._remember(session)
+        session, head = self._head(items, session_id, owner, now_s)
         page_items: list[dict[str, Any]] = []
         records: list[ToolCallRecord] = []
         for item in items:
@@ -656,10 +648,20 @@ class SessionStore:
                 page_items.append(item)
             elif int(item["ttl"]) > now_s:
                 records.append(ToolCallRecord.from_item(item))
-        assert head is not None  # ``live`` refused a missing one
         recent = recent_reservations(head, now_s)
         texts = [text for _, text in read_context(session, page_items, None, now_s, recent)]
         return Loaded(session, Context(tuple(texts)), records)
+
+    def _head(
+        self, items: Iterator[dict[str, Any]], session_id: str, owner: str | None, now_s: int
+    ) -> tuple[Session, dict[str, Any]]:
+        """The live session from the first item of a Query that starts at the metadata item."""
+        head = next(items, None)
+        if head is None or head["sk"] != schema.META_SK:
+            raise SessionNotFound(session_id)
+        session = live(session_id, head, owner, now_s)
+        self._remember(session)
+        return session, head
 
     def _items(self, session_id: str, low: str, high: str) -> Iterator[dict[str, Any]]:
         """The items of one session with ``low <= sk <= high`` in key order, strongly
