@@ -34,7 +34,14 @@ from typing import Any
 
 from . import schema
 from .codec import JSON, decode
-from .errors import ContextFull, DynamoDBError, InvalidInput, SessionNotActive, SessionStoreError
+from .errors import (
+    ContextFull,
+    DynamoDBError,
+    InvalidInput,
+    SessionNotActive,
+    SessionStoreError,
+    Unavailable,
+)
 from .expressions import Expr
 from .metadata_writes import SEQ_SPAN, token_seq, token_time
 from .models import Session
@@ -46,15 +53,21 @@ from .writes import gave_up
 FIRST = "first"  # the seq of its first message
 MESSAGES = "messages"  # the messages' JSON text, in order
 TOKEN = "token"  # the append's request token
+INCARNATION = "createToken"  # the session's (``Session.incarnation``): pages of an earlier
+# session under the same id are told apart by it, not only by a ttl compared with our clock
 
 #: A hole whose reservation is younger than this (seconds) may still be filled: readers stop
 #: before it. A page follows its reservation at once; only botocore's retries delay it, and
 #: a reservation whose page never came is skipped after this long.
 IN_FLIGHT_S = 120
+#: A page is not sent once this long (seconds, by the writer's clock) has passed since its
+#: append began: readers must still be waiting for it when it lands. Half the window leaves the
+#: other half for clock skew between writer and reader and for the request's own time.
+PAGE_DEADLINE_S = IN_FLIGHT_S // 2
 
 
 def page_item(
-    session_id: str, first: int, messages: list[str], ttl: int, token: str
+    session_id: str, first: int, messages: list[str], ttl: int, token: str, incarnation: str
 ) -> dict[str, Any]:
     """The page item, low-level."""
     return {
@@ -64,6 +77,7 @@ def page_item(
         MESSAGES: {"L": [{"S": m} for m in messages]},
         "ttl": {"N": str(ttl)},
         TOKEN: {"S": token},
+        INCARNATION: {"S": incarnation},
     }
 
 
@@ -167,26 +181,41 @@ _ZERO = {"N": "0"}
 
 
 class WritePage:
-    """PutItem of one page, if its key is free -- or held by a page whose ttl has passed (an
-    earlier session under the same id, not yet swept: TTL deletes late). A refusal that finds
-    our token means our lost attempt landed."""
+    """PutItem of one page, if its key is free -- or held by a page of an earlier session under
+    the same id (another incarnation, or a ttl that has passed: TTL deletes late). A refusal
+    that finds our token means our lost attempt landed. Not sent after ``deadline_ms``
+    (``PAGE_DEADLINE_S``): ``Unavailable``, and the driver says whether an earlier attempt may
+    have landed."""
 
     operation = "put_item"
 
-    def __init__(self, table: str, session_id: str, item: dict[str, Any], token: str) -> None:
+    def __init__(
+        self, table: str, session_id: str, item: dict[str, Any], token: str, deadline_ms: int
+    ) -> None:
         self.session_id = session_id
         self.token = token
         self.table = table
         self.item = item
+        self.deadline_ms = deadline_ms
 
     def request(self, now_ms: int) -> dict[str, Any]:
+        if now_ms > self.deadline_ms:
+            raise Unavailable(
+                f"context page of session {self.session_id!r}: not sent, "
+                f"{PAGE_DEADLINE_S} s after the append began readers may have stopped waiting "
+                "for it; the messages were not stored by this attempt",
+                maybe_applied=False,
+            )
         return {
             "TableName": self.table,
             "Item": self.item,
-            "ConditionExpression": "attribute_not_exists(#pk) OR #ttl <= :nows",
+            "ConditionExpression": ("attribute_not_exists(#pk) OR #ttl <= :nows OR #inc <> :inc"),
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            "ExpressionAttributeNames": {"#pk": "pk", "#ttl": "ttl"},
-            "ExpressionAttributeValues": {":nows": {"N": str(now_ms // 1000)}},
+            "ExpressionAttributeNames": {"#pk": "pk", "#ttl": "ttl", "#inc": INCARNATION},
+            "ExpressionAttributeValues": {
+                ":nows": {"N": str(now_ms // 1000)},
+                ":inc": self.item[INCARNATION],
+            },
         }
 
     def succeeded(self, response: dict[str, Any]) -> None:
@@ -259,11 +288,11 @@ def read_context(
     then the pages in key order (python-typed items, as they come from the Query). ``recent``:
     ``recent_reservations`` of that metadata item.
 
-    Only seqs the metadata item had reserved when it was read are shown, so a read is a snapshot
-    of the appends that had begun by then. At a hole whose reservation is recent (an append in
-    flight) the read ends; an older hole (an append that failed between its two writes) is
-    skipped. Pages whose ttl has passed belong to an earlier session under the same id, not yet
-    swept: left out.
+    Only seqs the metadata item had reserved when it was read are shown, so a read is a
+    snapshot of the appends that had begun by then. At a hole whose reservation is recent (an
+    append in flight) the read ends; an older hole (an append that failed between its two
+    writes) is skipped. Pages of another incarnation or whose ttl has passed belong to an
+    earlier session under the same id, not yet swept: left out.
     """
     inline = session.inline_context
     offset = len(inline)
@@ -273,8 +302,9 @@ def read_context(
             yield seq, text
     reserved = session.paged_count
     expected = max(0, start + 1 - offset)  # the paged seq the next page should start at
+    incarnation = session.incarnation
     for item in page_items:
-        if int(item["ttl"]) <= now_s:
+        if int(item["ttl"]) <= now_s or item.get(INCARNATION, incarnation) != incarnation:
             continue
         first = int(item[FIRST])
         if first >= reserved:

@@ -46,6 +46,7 @@ from .metadata_writes import (
 )
 from .models import Context, Loaded, Session, ToolCallRecord
 from .pages import (
+    PAGE_DEADLINE_S,
     AppendEdit,
     ContextReader,
     WritePage,
@@ -427,7 +428,7 @@ class SessionStore:
         token = self._token()
         # Sized with the widest seq and ttl (the real ones are known after the reservation);
         # each message adds its text and 1 byte to the list (``sizing``): no need to walk them.
-        empty = page_item(session_id, _WIDEST_COUNT, [], _WIDEST_TTL, token)
+        empty = page_item(session_id, _WIDEST_COUNT, [], _WIDEST_TTL, token, "x" * MAX_TOKEN_LENGTH)
         size = sizing.item_size(empty) + added + count
         if size > self.item_size_limit:
             raise ItemTooLarge(0, size, self.item_size_limit, what="context page")
@@ -436,14 +437,15 @@ class SessionStore:
         )
 
         reserved = False
+        deadline_ms = self.clock.now_ms() + PAGE_DEADLINE_S * 1000
 
         def write_page(session: Session) -> None:
             nonlocal reserved
             reserved = True
             first = edit.first_seq(session, token)
-            item = page_item(session_id, first, encoded, session.ttl, token)
+            item = page_item(session_id, first, encoded, session.ttl, token, session.incarnation)
             self._drive(
-                WritePage(self.table_name, session_id, item, token),
+                WritePage(self.table_name, session_id, item, token, deadline_ms),
                 f"context page of session {session_id!r}",
             )
 

@@ -386,3 +386,69 @@ def test_threads_and_processes_appending_lose_and_double_nothing(
     assert counts == {"writers": 12, "messages": total}
     assert total == 12 * sum(1 + k % 3 for k in range(appends))  # nothing was refused
     assert owner_store.get_session(sid).message_count == total
+
+
+# ------------------------------------------------------------------ from the review
+
+
+def test_a_page_is_not_sent_once_readers_may_have_stopped_waiting_for_it(
+    engine: LocalDynamoDB, table: str, clock: ss.ManualClock, active: ss.Session
+) -> None:
+    """The reservation's responses were lost twice (botocore's 60 s read timeout each): by the
+    time it is settled, readers may have skipped its hole. The page is not sent -- the append
+    says its messages were not stored -- so what a reader showed stays a prefix."""
+    sid = active.session_id
+    writer_client = ss.connect(engine.endpoint_url)
+    writer = _fresh(writer_client, table, clock, "w")
+    other = _fresh(ss.connect(engine.endpoint_url), table, clock, "o")
+    seen: dict[str, Any] = {}
+    lost = [0]
+
+    def after_lost(_operation: str) -> None:
+        lost[0] += 1
+        clock.advance(seconds=61)
+        if lost[0] == 2:
+            other.append_context(sid, ["B"], owner=OWNER)
+            reader = other.context(sid, owner=OWNER)
+            seen["shown"], seen["position"] = list(reader), reader.position
+
+    with (
+        FaultInjector(
+            writer_client,
+            script=[Fault.LOST_RESPONSE, Fault.LOST_RESPONSE],
+            operations=["UpdateItem"],
+            after_lost=after_lost,
+        ),
+        pytest.raises(ss.Unavailable) as caught,
+    ):
+        writer.append_context(sid, ["A"], owner=OWNER)
+    assert not caught.value.maybe_applied and "not sent" in str(caught.value)
+    assert (seen["shown"], seen["position"]) == (["B"], 1)
+    assert list(other.context(sid, owner=OWNER)) == ["B"]  # what was shown is still a prefix
+    assert list(other.context(sid, owner=OWNER, after=1)) == []
+
+
+def test_an_earlier_incarnations_live_pages_are_replaced_and_never_shown(
+    client: Any, table: str, clock: ss.ManualClock, store: ss.SessionStore
+) -> None:
+    """Clock skew: DynamoDB has removed the earlier session's metadata item while our clock
+    says its pages' ttl has not quite passed. The incarnation tells them apart."""
+    now_s = clock.now_ms() // 1000
+    for last in (0, 1):
+        client.put_item(
+            TableName=table,
+            Item={
+                "pk": {"S": "session#s1"},
+                "sk": {"S": f"msg#{last:012d}"},
+                "first": {"N": str(last)},
+                "messages": {"L": [{"S": f'"old {last}"'}]},
+                "ttl": {"N": str(now_s + 30)},
+                "token": {"S": "old"},
+                "createToken": {"S": "earlier-incarnation"},
+            },
+        )
+    store.activate(store.create_session("s1", owner=OWNER).session_id, owner=OWNER)
+    assert list(store.context("s1", owner=OWNER)) == []
+    store.append_context("s1", ["new"], owner=OWNER)  # replaces the earlier msg#0
+    assert list(store.context("s1", owner=OWNER)) == ["new"]
+    assert store.load("s1", owner=OWNER).context == ["new"]
