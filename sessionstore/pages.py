@@ -47,7 +47,7 @@ from .metadata_writes import SEQ_SPAN, token_seq, token_time
 from .models import Session
 from .status import Status
 from .wire import Cancelled, ConditionFailed
-from .writes import gave_up
+from .writes import gave_up, ring_entries
 
 #: A page's attribute names (they count in every page's size).
 FIRST = "first"  # the seq of its first message
@@ -129,7 +129,7 @@ class AppendEdit:
     def ring_value(self, token: str, now_s: int) -> str:
         # A pinned attempt is built on the exact item: its seq is known. Readers see it here.
         assert self.pinned_seq is not None
-        return f"{token} {self.pinned_seq} {now_s}"
+        return reservation_entry(token, self.pinned_seq, now_s)
 
     def judge(self, current: Session) -> Session | None:
         if current.status is not Status.ACTIVE:
@@ -319,6 +319,11 @@ def read_context(
         expected = first + len(messages)
 
 
+def reservation_entry(token: str, first_seq: int, now_s: int) -> str:
+    """A pinned append's ring slot: its token, the first seq it reserved, its time."""
+    return f"{token} {first_seq} {now_s}"
+
+
 def recent_reservations(item: dict[str, Any], now_s: int) -> list[int]:
     """First seqs of the appends that reserved them less than ``IN_FLIGHT_S`` ago, from the
     metadata item (python-typed): commuting appends name theirs in ``tk`` (other writes' entries
@@ -329,8 +334,9 @@ def recent_reservations(item: dict[str, Any], now_s: int) -> list[int]:
         for value in (item.get("tk") or {}).values()
         if (v := int(value)) >= SEQ_SPAN and token_time(v) > horizon
     ]
-    for i in range(schema.RING_SIZE):
-        parts = str(item.get(f"w{i}", "")).split(" ")
-        if len(parts) == 3 and int(parts[2]) > horizon:
-            seqs.append(int(parts[1]))
+    seqs += [int(seq) for _, seq, at in _reservation_entries(item) if int(at) > horizon]
     return seqs
+
+
+def _reservation_entries(item: dict[str, Any]) -> list[list[str]]:
+    return [entry for entry in ring_entries(item) if len(entry) == 3]

@@ -14,7 +14,7 @@ import itertools
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from . import codec, schema, sizing
@@ -54,6 +54,7 @@ from .pages import (
     page_item,
     read_context,
     recent_reservations,
+    reservation_entry,
     validate_after,
 )
 from .retry import RetryPolicy
@@ -123,7 +124,7 @@ def _max_metadata_size() -> int:
         **{tx_attribute(s): token for s in Status},
         # an append's slot: its token, first seq and time (``pages.AppendEdit.ring_value``)
         **{
-            schema.ring_slot(i): f"{token} {_WIDEST_COUNT} {_WIDEST_TTL}"
+            schema.ring_slot(i): reservation_entry(token, _WIDEST_COUNT, _WIDEST_TTL)
             for i in range(schema.RING_SIZE)
         },
         # a string as long as the largest attributes map is sized the same as that map
@@ -601,11 +602,8 @@ class SessionStore:
         first = next(items, None)
 
         def records() -> Iterator[ToolCallRecord]:
-            if first is None:
-                return
-            for item in itertools.chain((first,), items):
-                if int(item["ttl"]) > now_s:
-                    yield ToolCallRecord.from_item(item)
+            if first is not None:
+                yield from _live_records(itertools.chain((first,), items), now_s)
 
         return records()
 
@@ -644,12 +642,10 @@ class SessionStore:
         items = self._items(session_id, schema.META_SK, schema.TOOLS_END)
         session, head = self._head(items, session_id, owner, now_s)
         page_items: list[dict[str, Any]] = []
-        records: list[ToolCallRecord] = []
+        record_items: list[dict[str, Any]] = []
         for item in items:
-            if item["sk"].startswith(schema.PAGE_PREFIX):
-                page_items.append(item)
-            elif int(item["ttl"]) > now_s:
-                records.append(ToolCallRecord.from_item(item))
+            (page_items if item["sk"].startswith(schema.PAGE_PREFIX) else record_items).append(item)
+        records = list(_live_records(record_items, now_s))
         recent = recent_reservations(head, now_s)
         texts = [text for _, text in read_context(session, page_items, None, now_s, recent)]
         return Loaded(session, Context(tuple(texts)), records)
@@ -795,6 +791,14 @@ class SessionStore:
         if seen is None or seen.owner != owner or seen.ttl <= self.clock.now_ms() // 1000:
             return None
         return seen
+
+
+def _live_records(items: Iterable[dict[str, Any]], now_s: int) -> Iterator[ToolCallRecord]:
+    """The records among ``items`` whose ttl has not passed: DynamoDB deletes them late and one
+    at a time, so what a reader sees must not depend on when its sweeper ran."""
+    for item in items:
+        if int(item["ttl"]) > now_s:
+            yield ToolCallRecord.from_item(item)
 
 
 def _validate_ttl(ttl_seconds: object) -> None:

@@ -61,12 +61,19 @@ def live(session_id: str, item: dict[str, Any] | None, owner: str | None, now_s:
     return Session.from_item(item)
 
 
+def ring_entries(item: dict[str, Any]) -> list[list[str]]:
+    """The ring slots' values, split on spaces: the request token first (an append's slot also
+    holds its seq and time: ``pages.reservation_entry``)."""
+    return [
+        str(item[slot]).split(" ")
+        for i in range(schema.RING_SIZE)
+        if (slot := schema.ring_slot(i)) in item
+    ]
+
+
 def ring(item: dict[str, Any]) -> set[str]:
-    """The request tokens in the ring slots (an append's slot also holds its seq and time,
-    after a space: ``pages.recent_reservations``)."""
-    return {
-        item[slot].split(" ", 1)[0] for i in range(schema.RING_SIZE) if (slot := f"w{i}") in item
-    }
+    """The request tokens in the ring slots."""
+    return {entry[0] for entry in ring_entries(item)}
 
 
 def gave_up(what: str, attempts: int) -> SessionStoreError:
