@@ -158,6 +158,13 @@ def markdown(
                 )
                 add(f"- {r.operation}: {head}. Top: {top}.")
             add("")
+    checks = performance_done_when(summaries, overhead)
+    if checks:
+        add('Issue 12, "Done when" (on these figures):')
+        add("")
+        for what, ok in checks:
+            add(f"- {'**met**' if ok else '**NOT MET**'}: {what}")
+        add("")
     if curves:
         out.extend(growth_markdown(curves))
     if loads:
@@ -197,6 +204,66 @@ def markdown(
             add(f"| `{t.command}` | {t.seconds:.0f} | {result}: {t.summary} |")
         add("")
     return "\n".join(out).rstrip() + "\n"
+
+
+def performance_done_when(
+    summaries: list[Summary], overhead: list[OverheadResult]
+) -> list[tuple[str, bool]]:
+    """Issue 12's targets, each with the figures it was judged on (only those this run has)."""
+    by = {(s.scenario, s.contender): s for s in summaries}
+    checks: list[tuple[str, bool]] = []
+    ours, src = by.get(("8 writers", "sessionstore")), by.get(("8 writers", "source"))
+    if ours and src and src.requests_per_commit:
+        ratio = ours.requests_per_commit / src.requests_per_commit
+        checks.append(
+            (
+                f"requests per committed attribute update with 8 writers: "
+                f"{ours.requests_per_commit:.2f} vs the source loop's "
+                f"{src.requests_per_commit:.2f} = {ratio:.2f}x (target <= 0.55x)",
+                ratio <= 0.55,
+            )
+        )
+    rtt = "8 writers, +5 ms RTT"
+    ours, src, pyn = (by.get((rtt, c)) for c in ("sessionstore", "source", "pynamodb"))
+    if ours and src and pyn and src.per_second_median and pyn.per_second_median:
+        vs_src = ours.per_second_median / src.per_second_median
+        vs_pyn = ours.per_second_median / pyn.per_second_median
+        checks.append(
+            (
+                f"committed updates/s with 8 writers and the round trip: "
+                f"{ours.per_second_median:.0f} = {vs_src:.2f}x the source loop's (target >= "
+                f"1.5x) and {vs_pyn:.2f}x PynamoDB's (target >= 1x)",
+                vs_src >= 1.5 and vs_pyn >= 1.0,
+            )
+        )
+    appends = by.get(("append, 8 writers", "sessionstore"))
+    if appends and appends.commits:
+        ops = appends.by_operation
+        meta = ops.get("UpdateItem", 0) / appends.commits
+        pages = ops.get("PutItem", 0) / appends.commits
+        checks.append(
+            (
+                f"appends with 8 writers on one session: {meta:.2f} requests to the metadata "
+                f"item per committed append, {appends.wasted_per_commit:.2f} wasted (target "
+                f"<= 1.2: no version contention), plus {pages:.2f} PutItem of its page -- "
+                f"{appends.requests_per_commit:.2f} requests in all: since issue 11 an append "
+                "is a reservation and a page, by design",
+                meta <= 1.2,
+            )
+        )
+    if overhead:
+        worst = max(overhead, key=lambda r: r.ratio)
+        checks.append(
+            (
+                f"library overhead <= {TARGET:.2f}x for every operation: the highest is "
+                f"{worst.operation} at {worst.ratio:.2f}x",
+                worst.ratio <= TARGET,
+            )
+        )
+    if summaries:
+        lost = sum(s.lost_updates for s in summaries)
+        checks.append((f"lost updates: {lost}", lost == 0))
+    return checks
 
 
 def _requests(counts: dict[str, int]) -> str:

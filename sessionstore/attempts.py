@@ -76,9 +76,9 @@ class Plan(Protocol[R_co]):
 class Driver(Generic[R]):
     """The state of one write across its attempts; ``drive`` runs it synchronously."""
 
-    def __init__(self, plan: Plan[R], what: str) -> None:
+    def __init__(self, plan: Plan[R], what: str | Callable[[], str]) -> None:
         self.plan = plan
-        self.what = what
+        self.what = what if isinstance(what, str) else what()
         self.uncertain = False  # some attempt may have landed and nothing has proven otherwise
         self.resends = 0
         self.last: str = "conflict"
@@ -147,9 +147,10 @@ def drive(
     send: Callable[[str, dict[str, Any]], Any],
     clock: Clock,
     retry: RetryPolicy,
-    what: str,
+    what: str | Callable[[], str],
 ) -> R:
-    """Run ``plan`` to its ending (see the module docstring)."""
+    """Run ``plan`` to its ending (see the module docstring). ``what`` names the write in
+    error messages; a callable is asked only when an attempt has failed."""
     # Most writes succeed at their first attempt: the bookkeeping of failures (``Driver``) is
     # made only once one has happened, since an attempt that succeeds needs none of it.
     driver: Driver[R] | None = None

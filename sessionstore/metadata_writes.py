@@ -327,13 +327,24 @@ class SessionWrite(_AnswersWithSession):
         commuting attempt's condition guarantees it; a pinned one knows its item)."""
         if not self.commuting and (self.exact is None or self.exact.write_tokens is None):
             return ()
-        horizon = now_s - TOKEN_HORIZON_S
-        seen = self.seen_tokens or {}
-        gone = [t for t in self.settled if t != self.token]
-        gone += [t for t, v in seen.items() if token_time(int(v)) <= horizon and t != self.token]
-        if not self.commuting:
-            gone = [t for t in gone if t in seen]
-        return tuple(dict.fromkeys(gone))[:TOKEN_CAP]
+        token = self.token
+        gone = [t for t in self.settled if t != token]
+        seen = self.seen_tokens
+        if seen:
+            # ``token_time(v) <= horizon``, without a call per token: a plain time is at most
+            # the horizon, an append's value is below the first value of the next second.
+            horizon = now_s - TOKEN_HORIZON_S
+            below = (horizon + 1) * SEQ_SPAN
+            gone += [
+                t
+                for t, v in seen.items()
+                if (v <= horizon or SEQ_SPAN <= v < below) and t != token and t not in gone
+            ]
+            if not self.commuting:
+                gone = [t for t in gone if t in seen]
+        elif not self.commuting:
+            return ()
+        return tuple(gone[:TOKEN_CAP])
 
     def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Session | Retry:
         assert isinstance(failure, ConditionFailed)
@@ -514,7 +525,13 @@ class AttributesEdit:
             new = self.after(exact)
             sets = f"{attrs} = {e.v(new)}, {counted} = {e.v(attributes_size(new))}"
             return sets, "", open_
-        parts = [f"{attrs}.{e.k(name)} = {e.v(text)}" for name, text in self.changes.items()]
+        names, values = e.names, e.values
+        parts = []
+        for i, (name, text) in enumerate(self.changes.items()):
+            # ``#a<i>`` / ``:a<i>``: ``Expr`` makes ``#k<n>`` / ``:v<n>``, so they cannot clash
+            names[f"#a{i}"] = name
+            values[f":a{i}"] = {"S": text}
+            parts.append(f"{attrs}.#a{i} = :a{i}")
         removes = ", ".join([f"{attrs}.{e.k(name)}" for name in self.remove]) if self.remove else ""
         if exact is not None:
             parts.append(f"{counted} = {e.v(attributes_size(self.after(exact)))}")

@@ -159,7 +159,7 @@ class Session:
         context = item.get("context")
         inline = tuple([m["S"] for m in context["L"]]) if context is not None else ()
         count = item.get("messageCount")
-        return _session(
+        return build_session(
             item["sessionId"]["S"],
             int(item["version"]["N"]),
             _STATUS[item["status"]["S"]],
@@ -181,7 +181,7 @@ class Session:
         attr_bytes = item.get("attrBytes")
         inline = tuple(item.get("context", ()))
         tokens = item.get("tk")
-        return _session(
+        return build_session(
             item["sessionId"],
             int(item["version"]),
             _STATUS[item["status"]],
@@ -199,7 +199,7 @@ class Session:
         )
 
 
-def _session(
+def build_session(
     session_id: str,
     version: int,
     status: Status,
@@ -247,7 +247,7 @@ _setattr = object.__setattr__
 # ``_session`` must set exactly the dataclass's fields: a field added there and not here would
 # be missing from every parsed Session.
 _blank: list[Any] = [None] * len(fields(Session))
-if list(vars(_session(*_blank))) != [f.name for f in fields(Session)]:
+if list(vars(build_session(*_blank))) != [f.name for f in fields(Session)]:
     raise TypeError("models._session is out of step with Session's fields")
 del _blank
 

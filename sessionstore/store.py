@@ -15,7 +15,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from . import codec, schema, sizing
 from .attempts import Plan, drive
@@ -44,7 +44,7 @@ from .metadata_writes import (
     Transition,
     attribute_bytes,
 )
-from .models import Context, Loaded, Session, ToolCallRecord
+from .models import Attributes, Context, Loaded, Session, ToolCallRecord, build_session
 from .pages import (
     PAGE_DEADLINE_S,
     AppendEdit,
@@ -71,6 +71,12 @@ _MAX_TTL_SECONDS = 366 * 86400 * 10  # ten years: anything longer is a units mis
 _WIDEST_VERSION = int("9" * 20)
 _WIDEST_TTL = int("9" * 11)  # epoch seconds past the year 5000
 _WIDEST_TTL_WIRE = {"N": str(_WIDEST_TTL)}
+# Constant parts of a new metadata item (wire form; botocore never changes its arguments).
+_META_SK_WIRE = {"S": schema.META_SK}
+_ONE_WIRE = {"N": "1"}
+_ZERO_WIRE = {"N": "0"}
+_INITIALIZING_WIRE = {"S": Status.INITIALIZING.value}
+_EMPTY_MAP_WIRE: dict[str, Any] = {"M": {}}
 _WIDEST_COUNT = int("9" * 12)  # ``SEQ_SPAN`` - 1: more messages than any limit allows
 _WIDEST_CONTEXT_BYTES = int("9" * 15)
 _WIDEST_TOKEN_VALUE = _WIDEST_TTL * SEQ_SPAN + _WIDEST_COUNT
@@ -93,16 +99,6 @@ RESERVED_ATTRIBUTE_NAMES = frozenset(
         *("attribute_bytes", "tk", "write_tokens"),
     )
 )
-
-
-class _Hint(NamedTuple):
-    """What this instance last saw of a session: an optimisation, never a reason to refuse."""
-
-    version: int
-    ttl: int
-    owner: str | None
-    incarnation: str
-    tokens: Mapping[str, Any] | None  # ``tk`` as seen: old tokens there are anyone's to remove
 
 
 def _max_metadata_size() -> int:
@@ -164,6 +160,11 @@ def _max_record_overhead() -> int:
 #: With at most 4 UTF-8 bytes per character of its three texts, a bound of a record's size.
 _RECORD_OVERHEAD = _max_record_overhead()
 
+#: A page holding no message, with the widest seq, ttl and tokens, for an empty session id.
+_EMPTY_PAGE_SIZE = sizing.item_size(
+    page_item("", _WIDEST_COUNT, [], _WIDEST_TTL, "x" * MAX_TOKEN_LENGTH, "x" * MAX_TOKEN_LENGTH)
+)
+
 
 class SessionStore:
     """Sessions, their context and their tool-call history in one DynamoDB table.
@@ -206,10 +207,11 @@ class SessionStore:
         self.ids: IdFactory = ids or RandomIds()
         self.retry = retry or RetryPolicy()
         self.item_size_limit = item_size_limit
-        # A hint, never the truth: the last version this instance saw of each session (per
-        # incarnation), so the first attempt of a read-modify-write can skip the read. A stale
-        # hint costs one retry; it never refuses anything by itself.
-        self._seen: OrderedDict[str, _Hint] = OrderedDict()
+        # A hint, never the truth: the last copy of each session this instance saw (per
+        # incarnation), so the first attempt of a read-modify-write can skip the read, and a
+        # write can remove the old tokens it showed in ``tk``. A stale hint costs one retry; it
+        # never refuses anything by itself.
+        self._seen: OrderedDict[str, Session] = OrderedDict()
         # This instance's finished commuting writes per session: their tokens in ``tk`` are
         # dead, and the next write to the session removes them
         # (``metadata_writes.SessionWrite``).
@@ -239,8 +241,10 @@ class SessionStore:
         validate_id(session_id, "session_id")
         _validate_owner(owner)
         _validate_ttl(ttl_seconds)
-        attrs = _attribute_texts(attributes, "attributes") if attributes is not None else {}
-        attr_bytes = EMPTY_MAP_BYTES + sum(attribute_bytes(k, v) for k, v in attrs.items())
+        attrs, added = (
+            _attribute_texts(attributes, "attributes") if attributes is not None else ({}, 0)
+        )
+        attr_bytes = EMPTY_MAP_BYTES + added
         if attr_bytes > ATTRIBUTES_MAX_BYTES:
             raise ItemTooLarge(
                 EMPTY_MAP_BYTES,
@@ -251,27 +255,45 @@ class SessionStore:
         token = self._token()
         now_ms = self.clock.now_ms()
         stamp = format_timestamp(now_ms)
+        ttl = now_ms // 1000 + ttl_seconds
+        # Built in wire form, and the Session from the same values: nothing is parsed back.
+        stamp_wire = {"S": stamp}
         item: dict[str, Any] = {
-            "pk": schema.pk(session_id),
-            "sk": schema.META_SK,
-            "sessionId": session_id,
-            "version": 1,
-            "status": Status.INITIALIZING.value,
-            "createdAt": stamp,
-            "updatedAt": stamp,
-            "ttl": now_ms // 1000 + ttl_seconds,
-            "messageCount": 0,
-            "contextBytes": 0,
-            "createToken": token,
-            "attrs": attrs,
-            "attrBytes": attr_bytes,
-            "tk": {},
+            "pk": {"S": schema.pk(session_id)},
+            "sk": _META_SK_WIRE,
+            "sessionId": {"S": session_id},
+            "version": _ONE_WIRE,
+            "status": _INITIALIZING_WIRE,
+            "createdAt": stamp_wire,
+            "updatedAt": stamp_wire,
+            "ttl": {"N": str(ttl)},
+            "messageCount": _ZERO_WIRE,
+            "contextBytes": _ZERO_WIRE,
+            "createToken": {"S": token},
+            "attrs": {"M": {k: {"S": v} for k, v in attrs.items()}},
+            "attrBytes": {"N": str(attr_bytes)},
+            "tk": _EMPTY_MAP_WIRE,
         }
         if owner is not None:
-            item["owner"] = owner
-        plan = CreateSession(self.table_name, session_id, item_to_wire(item), token)
-        self._drive(plan, f"create session {session_id!r}")
-        session = Session.from_item(item)
+            item["owner"] = {"S": owner}
+        plan = CreateSession(self.table_name, session_id, item, token)
+        self._drive(plan, lambda: f"create session {session_id!r}")
+        session = build_session(
+            session_id,
+            1,
+            Status.INITIALIZING,
+            owner,
+            stamp,
+            stamp,
+            ttl,
+            0,
+            0,
+            token,
+            Attributes(attrs),
+            attr_bytes,
+            {},
+            (),
+        )
         self._remember(session)
         return session
 
@@ -310,7 +332,7 @@ class SessionStore:
         if not isinstance(to, Status):
             raise InvalidInput(f"to must be a Status, not {to!r}")
         plan = Transition(self.table_name, session_id, to, owner, self._token(), self._remember)
-        return self._drive(plan, f"transition of session {session_id!r} to {to.value}")
+        return self._drive(plan, lambda: f"transition of session {session_id!r} to {to.value}")
 
     def activate(self, session_id: str, *, owner: str | None = None) -> Session:
         return self.transition(session_id, Status.ACTIVE, owner=owner)
@@ -364,7 +386,7 @@ class SessionStore:
         validate_id(session_id, "session_id")
         _validate_owner(owner)
         _validate_expected(expected_version)
-        texts = _attribute_texts(changes, "changes")
+        texts, added = _attribute_texts(changes, "changes")
         if type(remove) is not tuple and (  # the default: no need to ask the ABC
             isinstance(remove, str | bytes) or not isinstance(remove, Sequence)
         ):
@@ -377,7 +399,6 @@ class SessionStore:
         both = set(texts).intersection(gone) if gone else ()
         if both:
             raise InvalidInput(f"attributes both changed and removed: {sorted(both)}")
-        added = sum(attribute_bytes(k, v) for k, v in texts.items())
         if EMPTY_MAP_BYTES + added > ATTRIBUTES_MAX_BYTES:  # could never fit: refuse unsent
             raise ItemTooLarge(EMPTY_MAP_BYTES, added, ATTRIBUTES_MAX_BYTES, what="attributes")
         edit = AttributesEdit(session_id, texts, gone, added)
@@ -419,18 +440,20 @@ class SessionStore:
         if not messages:
             raise InvalidInput("messages must not be empty")
         _validate_expected(expected_version)
-        encoded = [codec.encode(m, f"messages[{i}]") for i, m in enumerate(messages)]
-        added = sum(len(t.encode("utf-8")) for t in encoded)
+        encoded = _message_texts(messages)
+        added = 0
+        for text in encoded:
+            added += len(text) if text.isascii() else len(text.encode("utf-8"))
         count = len(encoded)
         if count > self.max_context_messages or added > self.max_context_bytes:
             raise ContextFull(
                 session_id, 0, 0, count, added, self.max_context_messages, self.max_context_bytes
             )
         token = self._token()
-        # Sized with the widest seq and ttl (the real ones are known after the reservation);
-        # each message adds its text and 1 byte to the list (``sizing``): no need to walk them.
-        empty = page_item(session_id, _WIDEST_COUNT, [], _WIDEST_TTL, token, "x" * MAX_TOKEN_LENGTH)
-        size = sizing.item_size(empty) + added + count
+        # Sized with the widest seq, ttl and tokens (the real ones are known after the
+        # reservation); each message adds its text and 1 byte to the list (``sizing``), and the
+        # session id its characters (visible ASCII) to the key: no need to walk them.
+        size = _EMPTY_PAGE_SIZE + len(session_id) + added + count
         if size > self.item_size_limit:
             raise ItemTooLarge(0, size, self.item_size_limit, what="context page")
         edit = AppendEdit(
@@ -447,7 +470,7 @@ class SessionStore:
             item = page_item(session_id, first, encoded, session.ttl, token, session.incarnation)
             self._drive(
                 WritePage(self.table_name, session_id, item, token, deadline_ms),
-                f"context page of session {session_id!r}",
+                lambda: f"context page of session {session_id!r}",
             )
 
         try:
@@ -552,7 +575,9 @@ class SessionStore:
         plan = RecordToolCall(
             self.table_name, session_id, owner, record, guard, ttl, check_ttl, self._remember
         )
-        recorded = self._drive(plan, f"tool record {tool_call_id!r} of session {session_id!r}")
+        recorded = self._drive(
+            plan, lambda: f"tool record {tool_call_id!r} of session {session_id!r}"
+        )
         if recorded.guard is None:
             # This write stored ``record``: the result is what it sent, not parsed back from it.
             return ToolCallRecord(
@@ -727,11 +752,11 @@ class SessionStore:
             commutes=commutes,
             version=version,
             expected=expected,
-            seen_tokens=seen.tokens if seen is not None else None,
+            seen_tokens=seen.write_tokens if seen is not None else None,
             settled=settled,
         )
         try:
-            session = self._drive(plan, f"write to session {session_id!r}")
+            session = self._drive(plan, lambda: f"write to session {session_id!r}")
             if then is not None:
                 then(session)
             return session
@@ -743,19 +768,22 @@ class SessionStore:
         """A write to ``session_id`` has ended: its token (if it named one in ``tk``) is dead;
         the tokens its landed attempt removed are gone."""
         with self._seen_lock:
-            tokens = [t for t in self._settled.get(session_id, ()) if t not in removed]
-            if token is not None:
-                tokens.append(token)
-            if tokens:
+            settled = self._settled
+            tokens = settled.get(session_id, ())
+            if removed:
+                tokens = tuple([t for t in tokens if t not in removed])
+            if token is not None and token not in tokens:
                 # Past the cap the oldest are forgotten: the horizon removes them in time.
-                self._settled[session_id] = tuple(tokens[-TOKEN_CAP:])
-                self._settled.move_to_end(session_id)
-                while len(self._settled) > _MAX_HINTS:
-                    self._settled.popitem(last=False)
-            else:
-                self._settled.pop(session_id, None)
+                tokens = (*tokens[1 - TOKEN_CAP :], token)
+            if not tokens:
+                settled.pop(session_id, None)
+                return
+            settled[session_id] = tokens
+            settled.move_to_end(session_id)
+            if len(settled) > _MAX_HINTS:
+                settled.popitem(last=False)
 
-    def _drive(self, plan: Plan[R], what: str) -> R:
+    def _drive(self, plan: Plan[R], what: str | Callable[[], str]) -> R:
         return drive(plan, self._call, self.clock, self.retry, what)
 
     def _call(self, operation: str, request: dict[str, Any]) -> Any:
@@ -765,29 +793,26 @@ class SessionStore:
         return validate_token(self.ids.token())
 
     def _remember(self, session: Session) -> None:
-        hint = _Hint(
-            session.version,
-            session.ttl,
-            session.owner,
-            session.incarnation,
-            session.write_tokens,
-        )
+        session_id = session.session_id
         with self._seen_lock:
-            old = self._seen.get(session.session_id)
+            seen = self._seen
+            old = seen.get(session_id)
             # Another incarnation (the id was reused after TTL removed the session) replaces the
             # hint whatever its version; within one incarnation versions only go up.
-            if old is None or old.incarnation != hint.incarnation or old.version <= hint.version:
-                self._seen[session.session_id] = hint
-            self._seen.move_to_end(session.session_id)
-            while len(self._seen) > _MAX_HINTS:
-                self._seen.popitem(last=False)
+            if old is None:
+                seen[session_id] = session
+                if len(seen) > _MAX_HINTS:
+                    seen.popitem(last=False)
+                return
+            if old.incarnation != session.incarnation or old.version <= session.version:
+                seen[session_id] = session
+            seen.move_to_end(session_id)
 
-    def _hint(self, session_id: str, owner: str | None) -> _Hint | None:
+    def _hint(self, session_id: str, owner: str | None) -> Session | None:
         """The hint for ``session_id`` -- only for its own owner (acting on another owner's hint
         would tell them the session exists), and only while its ttl has not passed (after that
         the id may belong to a new incarnation)."""
-        with self._seen_lock:
-            seen = self._seen.get(session_id)
+        seen = self._seen.get(session_id)  # one dict read: atomic, no lock needed
         if seen is None or seen.owner != owner or seen.ttl <= self.clock.now_ms() // 1000:
             return None
         return seen
@@ -799,6 +824,20 @@ def _live_records(items: Iterable[dict[str, Any]], now_s: int) -> Iterator[ToolC
     for item in items:
         if int(item["ttl"]) > now_s:
             yield ToolCallRecord.from_item(item)
+
+
+def _message_texts(messages: Sequence[JSON]) -> list[str]:
+    """Each message's exact JSON text. The label that names a bad message in the error is made
+    only once one fails (encoding it again, with the label, raises the same error)."""
+    encode = codec.encode
+    texts = []
+    for message in messages:
+        try:
+            texts.append(encode(message))
+        except InvalidInput:
+            encode(message, f"messages[{len(texts)}]")
+            raise
+    return texts
 
 
 def _validate_ttl(ttl_seconds: object) -> None:
@@ -832,11 +871,20 @@ def _validate_attribute_name(name: object) -> str:
     return name
 
 
-def _attribute_texts(values: object, what: str) -> dict[str, str]:
-    """Validated names -> exact JSON text of each value."""
+def _attribute_texts(values: object, what: str) -> tuple[dict[str, str], int]:
+    """Validated names -> exact JSON text of each value, and the bytes they add to the map
+    (``attribute_bytes``)."""
     if type(values) is not dict and not isinstance(values, Mapping):  # dict: no ABC check
         raise InvalidInput(f"{what} must be a mapping of attribute names to JSON values")
-    return {
-        _validate_attribute_name(name): codec.encode(value, f"{what}[{name!r}]")
-        for name, value in values.items()
-    }
+    texts: dict[str, str] = {}
+    added = 0
+    for name, value in values.items():
+        _validate_attribute_name(name)
+        try:
+            text = codec.encode(value)
+        except InvalidInput:  # again, with the label that names it (made only now)
+            codec.encode(value, f"{what}[{name!r}]")
+            raise
+        texts[name] = text
+        added += attribute_bytes(name, text)
+    return texts, added
