@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, TypeAlias
 
 from .errors import InvalidInput
@@ -49,17 +51,38 @@ def _check(value: object, what: str, depth: int = 0) -> None:
         raise InvalidInput(f"{what} holds a {kind.__name__}, which is not a JSON value")
 
 
-# What ``json.dumps`` with these options would build on every call; an encoder holds no state
-# between calls, so one per process serves every thread.
-_EXACT = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-_CANONICAL = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+def _not_json(value: object) -> None:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _encoder(*, sort_keys: bool, allow_nan: bool) -> Callable[[JSON], str]:
+    """What ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), ...)`` returns.
+
+    ``JSONEncoder.encode`` makes a new C encoder on every call; this one is made once (it
+    holds no state between calls, so one per process serves every thread). Without the
+    circular-reference markers: ``_check`` has already refused anything nested past
+    ``MAX_DEPTH``, which a cycle would be."""
+    if c_make_encoder is None:  # no C accelerator: the stock encoder
+        stock = json.JSONEncoder(
+            ensure_ascii=False, sort_keys=sort_keys, allow_nan=allow_nan, separators=(",", ":")
+        )
+        return stock.encode
+    chunks = c_make_encoder(
+        None, _not_json, encode_basestring, None, ":", ",", sort_keys, False, allow_nan
+    )
+    join = "".join
+    return lambda value: join(chunks(value, 0))
+
+
+_EXACT = _encoder(sort_keys=False, allow_nan=False)
+_CANONICAL = _encoder(sort_keys=True, allow_nan=True)
 
 
 def encode(value: JSON, what: str = "value") -> str:
     """Exact JSON text of ``value``; raises ``InvalidInput`` for anything JSON can't hold."""
     _check(value, what)
     try:
-        text = _EXACT.encode(value)
+        text = _EXACT(value)
     except ValueError as exc:  # NaN / Infinity, or an int past 4300 digits
         raise InvalidInput(f"{what} cannot be written as JSON: {exc}") from exc
     except (TypeError, RecursionError) as exc:
@@ -82,6 +105,6 @@ def fingerprint(name_text: str, *values: JSON) -> str:
     h = hashlib.sha256(name_text.encode("utf-8"))
     for value in values:
         h.update(b"\x00")
-        canonical = _CANONICAL.encode(value)
+        canonical = _CANONICAL(value)
         h.update(canonical.encode("utf-8"))
     return h.hexdigest()
