@@ -99,6 +99,7 @@ class OverheadResult:
     repeats: int
     profile: list[str] = field(default_factory=list)
     by_package_us: dict[str, float] = field(default_factory=dict)
+    control: bool = False  # raw vs raw: the machine's noise on identical work
 
 
 _METHODS = {
@@ -233,16 +234,32 @@ def _cpu_per_call(fn: Callable[[], Any], n: int) -> float:
     return (time.process_time() - start) / n
 
 
-def measure(spec: OpSpec, *, calls: int, repeats: int, deadline: float) -> OverheadResult:
+def measure(
+    spec: OpSpec, *, calls: int, repeats: int, deadline: float, control: bool = False
+) -> OverheadResult:
+    """``control``: the "sessionstore" side is a second raw client sending the same request,
+    so the ratio shows what the machine's noise alone makes of identical work."""
     raw_client, raw_stub = _stubbed_client()
-    store, ours_stub = _stubbed_store(spec)
-    _warm(store, ours_stub, spec)
+    if control:
+        twin_client, ours_stub = _stubbed_client()
+        twin = _raw_call(twin_client, spec.captured)
+
+        def ours() -> None:
+            twin()
+
+    else:
+        store, ours_stub = _stubbed_store(spec)
+        _warm(store, ours_stub, spec)
+
+        def ours() -> None:
+            spec.call(store)
+
     # more warm-up: imports, botocore's caches; from here on, one request per call
     _queue(ours_stub, spec.captured, 5)
     _queue(raw_stub, spec.captured, 5)
     raw = _raw_call(raw_client, spec.captured)
     for _ in range(5):
-        spec.call(store)
+        ours()
         raw()
     raw_stub.assert_no_pending_responses()
     ours_stub.assert_no_pending_responses()
@@ -260,12 +277,12 @@ def measure(spec: OpSpec, *, calls: int, repeats: int, deadline: float) -> Overh
             if side == "raw":
                 raw_times.append(_cpu_per_call(raw, calls))
             else:
-                ours_times.append(_cpu_per_call(lambda: spec.call(store), calls))
+                ours_times.append(_cpu_per_call(ours, calls))
     ratios = [o / r for o, r in zip(ours_times, raw_times, strict=True)]
     raw_us = statistics.median(raw_times) * 1e6
     ours_us = statistics.median(ours_times) * 1e6
     return OverheadResult(
-        operation=spec.name,
+        operation=f"control: {spec.name}, raw vs raw" if control else spec.name,
         request=spec.request,
         raw_us=raw_us,
         ours_us=ours_us,
@@ -274,6 +291,7 @@ def measure(spec: OpSpec, *, calls: int, repeats: int, deadline: float) -> Overh
         ratio_max=max(ratios),
         calls=calls,
         repeats=len(raw_times),
+        control=control,
     )
 
 
@@ -359,4 +377,8 @@ def run(
             f"  {spec.name}: raw {result.raw_us:.0f} us, sessionstore "
             f"{result.ours_us:.0f} us, x{result.ratio:.2f}"
         )
+    # The noise floor: the same measurement with identical work on both sides.
+    control = measure(specs[0], calls=calls, repeats=repeats, deadline=deadline, control=True)
+    results.append(control)
+    progress(f"  {control.operation}: x{control.ratio:.2f}")
     return results
