@@ -160,9 +160,10 @@ def _max_record_overhead() -> int:
 #: With at most 4 UTF-8 bytes per character of its three texts, a bound of a record's size.
 _RECORD_OVERHEAD = _max_record_overhead()
 
-#: A page holding no message, with the widest seq, ttl and tokens, for an empty session id.
+#: A page holding no message, with the widest seq, ttl and incarnation, for an empty session
+#: id and an empty request token.
 _EMPTY_PAGE_SIZE = sizing.item_size(
-    page_item("", _WIDEST_COUNT, [], _WIDEST_TTL, "x" * MAX_TOKEN_LENGTH, "x" * MAX_TOKEN_LENGTH)
+    page_item("", _WIDEST_COUNT, [], _WIDEST_TTL, "", "x" * MAX_TOKEN_LENGTH)
 )
 
 
@@ -450,10 +451,10 @@ class SessionStore:
                 session_id, 0, 0, count, added, self.max_context_messages, self.max_context_bytes
             )
         token = self._token()
-        # Sized with the widest seq, ttl and tokens (the real ones are known after the
-        # reservation); each message adds its text and 1 byte to the list (``sizing``), and the
-        # session id its characters (visible ASCII) to the key: no need to walk them.
-        size = _EMPTY_PAGE_SIZE + len(session_id) + added + count
+        # Sized with the widest seq, ttl and incarnation (the real ones are known after the
+        # reservation); each message adds its text and 1 byte to the list (``sizing``), the
+        # session id and the token their characters (visible ASCII): no need to walk them.
+        size = _EMPTY_PAGE_SIZE + len(session_id) + len(token) + added + count
         if size > self.item_size_limit:
             raise ItemTooLarge(0, size, self.item_size_limit, what="context page")
         edit = AppendEdit(
