@@ -76,6 +76,8 @@ class Plan(Protocol[R_co]):
 class Driver(Generic[R]):
     """The state of one write across its attempts; ``drive`` runs it synchronously."""
 
+    __slots__ = ("cause", "last", "plan", "resends", "uncertain", "what")
+
     def __init__(self, plan: Plan[R], what: str | Callable[[], str]) -> None:
         self.plan = plan
         self.what = what if isinstance(what, str) else what()

@@ -35,6 +35,8 @@ def to_wire(value: Any) -> dict[str, Any]:
 class Expr:
     """Collects ``#name`` and ``:value`` placeholders for one request."""
 
+    __slots__ = ("names", "values")
+
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
         self.values: dict[str, Any] = {}

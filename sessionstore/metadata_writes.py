@@ -68,6 +68,8 @@ def token_seq(value: int) -> int:
 class _AnswersWithSession:
     """Plans on the metadata item answer with it as a ``Session`` and keep it as a hint."""
 
+    __slots__ = ()
+
     remember: Callable[[Session], None]
 
     def succeeded(self, response: dict[str, Any]) -> Session:
@@ -85,6 +87,8 @@ class _AnswersWithSession:
 
 class Transition(_AnswersWithSession):
     """One UpdateItem whose condition lists the allowed source statuses: no read first."""
+
+    __slots__ = ("owner", "remember", "session_id", "table", "to", "token")
 
     operation = "update_item"
 
@@ -218,6 +222,27 @@ class SessionWrite(_AnswersWithSession):
     version ALL_OLD shows, with ``exact`` clauses computed from that item; the next write
     commutes again.
     """
+
+    __slots__ = (
+        "attempted",
+        "commutes",
+        "commuting",
+        "current",
+        "edit",
+        "exact",
+        "expected",
+        "named",
+        "owner",
+        "remember",
+        "removed",
+        "seen_tokens",
+        "session_id",
+        "settled",
+        "table",
+        "token",
+        "uncertain_since",
+        "version",
+    )
 
     operation = "update_item"
 
@@ -441,6 +466,8 @@ class StatusEdit:
     """``update_status``: the move is checked against the lifecycle table on the item as read,
     and again by the condition (the allowed source statuses)."""
 
+    __slots__ = ("froms", "session_id", "status")
+
     def __init__(self, session_id: str, status: Status) -> None:
         self.session_id = session_id
         self.status = status
@@ -500,6 +527,8 @@ class AttributesEdit:
     and sets ``attrBytes`` to the exact size -- so the bound only ever refuses what really does
     not fit.
     """
+
+    __slots__ = ("added", "changes", "remove", "session_id")
 
     def __init__(
         self, session_id: str, changes: dict[str, str], remove: tuple[str, ...], added: int

@@ -92,6 +92,8 @@ class AppendEdit:
     which seqs the landed attempt got; a pinned attempt is built on the exact item and knows it.
     """
 
+    __slots__ = ("added", "count", "max_bytes", "max_messages", "pinned_seq", "session_id")
+
     named_when_expected = True
 
     def __init__(
@@ -186,6 +188,8 @@ class WritePage:
     that finds our token means our lost attempt landed. Not sent after ``deadline_ms``
     (``PAGE_DEADLINE_S``): ``Unavailable``, and the driver says whether an earlier attempt may
     have landed."""
+
+    __slots__ = ("deadline_ms", "item", "session_id", "table", "token")
 
     operation = "put_item"
 

@@ -741,8 +741,7 @@ class SessionStore:
             if done is not None:
                 return done
             version = current.version
-        with self._seen_lock:
-            settled = self._settled.get(session_id, ())
+        settled = self._settled.get(session_id, ())  # one dict read: atomic, no lock needed
         plan = SessionWrite(
             self.table_name,
             session_id,

@@ -85,6 +85,8 @@ def gave_up(what: str, attempts: int) -> SessionStoreError:
 class CreateSession:
     """PutItem if absent. A refusal carrying our ``createToken`` is our own lost attempt."""
 
+    __slots__ = ("_request", "session_id", "token")
+
     operation = "put_item"
 
     def __init__(self, table: str, session_id: str, item: dict[str, Any], token: str) -> None:
@@ -140,6 +142,8 @@ class RecordToolCall:
        outlive its record, and once the record's time is up the id is free again;
     3. Put of the record at ``tool#<recordedAt>#<id>`` -- time order for the history Query.
     """
+
+    __slots__ = ("check_ttl", "guard", "owner", "record", "remember", "session_id", "table", "ttl")
 
     operation = "transact_write_items"
 
