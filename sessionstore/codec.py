@@ -60,8 +60,8 @@ def _encoder(*, sort_keys: bool, allow_nan: bool) -> Callable[[JSON], str]:
 
     ``JSONEncoder.encode`` makes a new C encoder on every call; this one is made once (it
     holds no state between calls, so one per process serves every thread). Without the
-    circular-reference markers: ``_check`` has already refused anything nested past
-    ``MAX_DEPTH``, which a cycle would be."""
+    circular-reference markers: every value it is given has passed ``_check`` (``encode``,
+    ``validate``), which refuses anything nested past ``MAX_DEPTH`` -- as a cycle would be."""
     if c_make_encoder is None:  # no C accelerator: the stock encoder
         stock = json.JSONEncoder(
             ensure_ascii=False, sort_keys=sort_keys, allow_nan=allow_nan, separators=(",", ":")
@@ -95,13 +95,19 @@ def encode(value: JSON, what: str = "value") -> str:
     return text
 
 
+def validate(value: JSON, what: str = "value") -> None:
+    """Raise ``InvalidInput`` unless ``encode`` could hold ``value`` (its types, its object
+    keys and its depth; floats and text are checked when it is encoded)."""
+    _check(value, what)
+
+
 def decode(text: str) -> JSON:
     return json.loads(text)
 
 
 def fingerprint(name_text: str, *values: JSON) -> str:
-    """Digest of a tool name (already encoded) and payloads that ``encode`` accepted: key order
-    ignored, number spelling kept (``1`` and ``1.0`` differ)."""
+    """Digest of a tool name (already encoded) and payloads that ``encode`` accepted or
+    ``validate`` passed: key order ignored, number spelling kept (``1`` and ``1.0`` differ)."""
     h = hashlib.sha256(name_text.encode("utf-8"))
     for value in values:
         h.update(b"\x00")

@@ -834,9 +834,12 @@ def _message_texts(messages: Sequence[JSON]) -> list[str]:
     for message in messages:
         try:
             texts.append(encode(message))
-        except InvalidInput:
-            encode(message, f"messages[{len(texts)}]")
-            raise
+            continue
+        except InvalidInput as exc:
+            failed = exc
+        # Outside the ``except``: the labelled error must not arrive chained to the first one.
+        encode(message, f"messages[{len(texts)}]")
+        raise failed
     return texts
 
 
@@ -882,9 +885,14 @@ def _attribute_texts(values: object, what: str) -> tuple[dict[str, str], int]:
         _validate_attribute_name(name)
         try:
             text = codec.encode(value)
-        except InvalidInput:  # again, with the label that names it (made only now)
-            codec.encode(value, f"{what}[{name!r}]")
-            raise
-        texts[name] = text
-        added += attribute_bytes(name, text)
+        except InvalidInput as exc:
+            failed = exc
+        else:
+            texts[name] = text
+            added += attribute_bytes(name, text)
+            continue
+        # Again, with the label that names it (made only now), outside the ``except``: the
+        # labelled error must not arrive chained to the first one.
+        codec.encode(value, f"{what}[{name!r}]")
+        raise failed
     return texts, added

@@ -88,6 +88,36 @@ def test_codec_refuses_what_json_cannot_hold(bad: Any) -> None:
         codec.encode(bad)
 
 
+def test_a_bad_value_is_named_where_it_stands_and_nothing_is_sent(
+    store: ss.SessionStore, active: ss.Session, requests: Any
+) -> None:
+    before = requests.count
+    with pytest.raises(ss.InvalidInput, match=r"^messages\[1\] holds a tuple") as bad_message:
+        store.append_context(active.session_id, ["ok", (1, 2)], owner="alice")
+    with pytest.raises(ss.InvalidInput, match=r"^changes\['k'\] holds a set") as bad_attribute:
+        store.update_attributes(active.session_id, {"title": "x", "k": {1, 2}}, owner="alice")
+    with pytest.raises(ss.InvalidInput, match=r"^attributes\['n'\] cannot be written"):
+        store.create_session(owner="alice", attributes={"n": math.nan})
+    # The label is added by encoding again, outside the first error's handler: the error the
+    # caller sees does not arrive chained to an unlabelled one.
+    assert bad_message.value.__context__ is None
+    assert bad_attribute.value.__context__ is None
+    assert requests.count == before
+
+
+def test_tool_call_fingerprints_refuse_what_json_cannot_hold() -> None:
+    from sessionstore.mcp.claims import call_fingerprint
+
+    cyclic: list[Any] = []
+    cyclic.append(cyclic)
+    for bad in (cyclic, {"k": {1, 2}}, {1: "int key"}):
+        with pytest.raises(ss.InvalidInput, match=r"^arguments"):
+            call_fingerprint("search", bad)
+    assert call_fingerprint("search", {"b": 1, "a": 1.0}) == call_fingerprint(
+        "search", {"a": 1.0, "b": 1}
+    )
+
+
 def test_codec_refuses_deep_nesting_but_allows_the_limit() -> None:
     ok: Any = 0
     for _ in range(codec.MAX_DEPTH):

@@ -59,6 +59,7 @@ def claim_sk(tool_call_id: str) -> str:
 
 def call_fingerprint(tool_name: str, arguments: JSON) -> str:
     """What makes two deliveries "the same call": the tool and its arguments."""
+    codec.validate(arguments, "arguments")
     return codec.fingerprint(codec.encode(tool_name, "tool_name"), arguments)
 
 
