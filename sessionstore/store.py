@@ -15,6 +15,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 from . import codec, schema, sizing
@@ -826,21 +827,13 @@ def _live_records(items: Iterable[dict[str, Any]], now_s: int) -> Iterator[ToolC
             yield ToolCallRecord.from_item(item)
 
 
+_MESSAGE_LABEL = "messages[{}]"
+_ATTRIBUTE_LABEL = "{}[{!r}]"
+
+
 def _message_texts(messages: Sequence[JSON]) -> list[str]:
-    """Each message's exact JSON text. The label that names a bad message in the error is made
-    only once one fails (encoding it again, with the label, raises the same error)."""
-    encode = codec.encode
-    texts = []
-    for message in messages:
-        try:
-            texts.append(encode(message))
-            continue
-        except InvalidInput as exc:
-            failed = exc
-        # Outside the ``except``: the labelled error must not arrive chained to the first one.
-        encode(message, f"messages[{len(texts)}]")
-        raise failed
-    return texts
+    """Each message's exact JSON text; the label that names a bad one is made only then."""
+    return [codec.encode(m, partial(_MESSAGE_LABEL.format, i)) for i, m in enumerate(messages)]
 
 
 def _validate_ttl(ttl_seconds: object) -> None:
@@ -883,16 +876,7 @@ def _attribute_texts(values: object, what: str) -> tuple[dict[str, str], int]:
     added = 0
     for name, value in values.items():
         _validate_attribute_name(name)
-        try:
-            text = codec.encode(value)
-        except InvalidInput as exc:
-            failed = exc
-        else:
-            texts[name] = text
-            added += attribute_bytes(name, text)
-            continue
-        # Again, with the label that names it (made only now), outside the ``except``: the
-        # labelled error must not arrive chained to the first one.
-        codec.encode(value, f"{what}[{name!r}]")
-        raise failed
+        text = codec.encode(value, partial(_ATTRIBUTE_LABEL.format, what, name))
+        texts[name] = text
+        added += attribute_bytes(name, text)
     return texts, added
