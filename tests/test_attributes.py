@@ -7,18 +7,12 @@ from typing import Any
 import pytest
 
 import sessionstore as ss
-from sessionstore import schema, sizing
+from sessionstore import sizing
 from sessionstore.metadata_writes import ATTRIBUTES_MAX_BYTES
 from sessionstore.testing import Fault, FaultInjector, RequestLog
 
 from .conftest import scan
-
-
-def _raw(client: Any, table: str, sid: str) -> dict[str, Any]:
-    item: dict[str, Any] = client.get_item(
-        TableName=table, Key=schema.meta_key(sid), ConsistentRead=True
-    )["Item"]
-    return item
+from .items import stored
 
 
 def test_create_with_attributes_and_update_in_one_request(
@@ -38,7 +32,7 @@ def test_create_with_attributes_and_update_in_one_request(
     assert dict(updated.attributes) == {"client": {"name": "cli", "version": 1.0}, "n": 10**30}
     assert isinstance(updated.attributes["client"]["version"], float)  # exact JSON round trip
     assert store.get_session(created.session_id, owner="alice") == updated
-    raw = _raw(client, table, created.session_id)
+    raw = stored(client, table, created.session_id)
     assert raw["attrs"]["M"]["client"] == {"S": '{"name":"cli","version":1.0}'}  # JSON text
     assert int(raw["attrBytes"]["N"]) >= sizing.value_size(raw["attrs"])
 
@@ -120,7 +114,7 @@ def test_missing_foreign_expired_and_closed(
     with pytest.raises(ss.SessionExpired):
         store.update_attributes(sid, {"a": 1}, owner="alice")
     assert scan(client, table) == before
-    assert _raw(client, table, sid)["attrs"]["M"] == {"closing": {"S": "true"}}
+    assert stored(client, table, sid)["attrs"]["M"] == {"closing": {"S": "true"}}
 
 
 @pytest.mark.parametrize(
@@ -167,14 +161,14 @@ def test_size_is_bounded_and_a_stale_bound_is_recomputed(
     for n in range(10):
         s = store.update_attributes(sid, {"doc": f"{n}" * 1_000}, owner="alice")
     assert s.version == active.version + 10
-    raw = _raw(client, table, sid)
+    raw = stored(client, table, sid)
     assert int(raw["attrBytes"]["N"]) <= ATTRIBUTES_MAX_BYTES
     assert int(raw["attrBytes"]["N"]) >= sizing.value_size(raw["attrs"])
     # Really too large: refused by the exact size, nothing written.
-    before = _raw(client, table, sid)
+    before = stored(client, table, sid)
     with pytest.raises(ss.ItemTooLarge):
         store.update_attributes(sid, {"more": "y" * 3_500}, owner="alice")
-    assert _raw(client, table, sid) == before
+    assert stored(client, table, sid) == before
     # Removing makes room again.
     s = store.update_attributes(sid, {"more": "y" * 3_500}, remove=["doc"], owner="alice")
     assert set(s.attributes) == {"more"}

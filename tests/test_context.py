@@ -15,6 +15,7 @@ from sessionstore.store import METADATA_OVERHEAD
 from sessionstore.testing import Fault, FaultInjector, RequestLog, source_design
 
 from .conftest import scan
+from .items import stored
 
 
 def _context(store: ss.SessionStore, sid: str, owner: str | None = "alice") -> list[Any]:
@@ -45,7 +46,7 @@ def test_append_reserves_on_the_metadata_item_then_writes_one_page(
         "msg#000000000000": (0, ['{"role":"user","content":"hi"}']),
         "msg#000000000002": (1, ['"a"', '"b"']),
     }
-    meta = _raw_meta(client, table, active.session_id)
+    meta = stored(client, table, active.session_id)
     assert "context" not in meta and meta["messageCount"] == {"N": "3"}
 
 
@@ -92,17 +93,17 @@ def test_append_tokens_stay_bounded_and_are_cleaned(
     sid = active.session_id
     for n in range(5):
         store.append_context(sid, [n], owner="alice")
-    assert set(_raw_meta(client, table, sid)["tk"]["M"]) == {"t-0007"}  # only the last one
+    assert set(stored(client, table, sid)["tk"]["M"]) == {"t-0007"}  # only the last one
     writers = [
         ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds(f"w{i}")) for i in range(3)
     ]
     for w in writers:
         w.append_context(sid, ["x"], owner="alice")  # three instances that never come back
-    assert len(_raw_meta(client, table, sid)["tk"]["M"]) == 4
+    assert len(stored(client, table, sid)["tk"]["M"]) == 4
     clock.advance(seconds=TOKEN_HORIZON_S + 1)
     store.append_context(sid, ["late"], owner="alice")
     store.append_context(sid, ["later"], owner="alice")  # saw them old in the last ALL_NEW
-    assert len(_raw_meta(client, table, sid)["tk"]["M"]) == 1
+    assert len(stored(client, table, sid)["tk"]["M"]) == 1
 
 
 def test_a_full_token_map_falls_back_to_a_pinned_write(
@@ -115,7 +116,7 @@ def test_a_full_token_map_falls_back_to_a_pinned_write(
         ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds(f"w{i}")).append_context(
             sid, [i], owner="alice"
         )
-    assert len(_raw_meta(client, table, sid)["tk"]["M"]) == TOKEN_CAP
+    assert len(stored(client, table, sid)["tk"]["M"]) == TOKEN_CAP
     late = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds("late"))
     requests.reset()
     result = late.append_context(sid, ["late"], owner="alice")
@@ -123,7 +124,7 @@ def test_a_full_token_map_falls_back_to_a_pinned_write(
     assert requests.operations == ["UpdateItem", "UpdateItem", "PutItem"]
     assert _context(store_of(client, table, clock), sid) == [*range(TOKEN_CAP), "late"]
     assert result.version == active.version + TOKEN_CAP + 1
-    assert len(_raw_meta(client, table, sid)["tk"]["M"]) == TOKEN_CAP
+    assert len(stored(client, table, sid)["tk"]["M"]) == TOKEN_CAP
 
 
 def test_an_item_from_before_the_token_map_still_takes_appends(
@@ -140,7 +141,7 @@ def test_an_item_from_before_the_token_map_still_takes_appends(
     second = cold.append_context(sid, ["b"], owner="alice")  # commutes again
     assert (first.version, second.version) == (active.version + 1, active.version + 2)
     assert _context(cold, sid) == ["a", "b"]
-    assert set(_raw_meta(client, table, sid)["tk"]["M"]) == {"ct-0002"}
+    assert set(stored(client, table, sid)["tk"]["M"]) == {"ct-0002"}
     updated = cold.update_attributes(sid, {"title": "old item"}, owner="alice")
     assert dict(updated.attributes) == {"title": "old item"}
     assert updated.version == active.version + 3
@@ -238,12 +239,6 @@ def test_lost_responses_on_every_attempt_of_botocore_then_ours(
     assert _context(store, active.session_id) == ["once", "twice"]
 
 
-def _raw_meta(client: Any, table: str, sid: str) -> dict[str, Any]:
-    key = {"pk": {"S": f"session#{sid}"}, "sk": {"S": "metadata"}}
-    item: dict[str, Any] = client.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]
-    return item
-
-
 def test_source_pattern_duplicates_on_a_lost_response(
     store: ss.SessionStore, active: ss.Session, client: Any, table: str
 ) -> None:
@@ -253,7 +248,7 @@ def test_source_pattern_duplicates_on_a_lost_response(
         sid = store.activate(store.create_session().session_id).session_id
         with FaultInjector(client, script=[Fault.LOST_RESPONSE], operations=["UpdateItem"]):
             for _attempt in range(3):  # the source design's read-then-append loop
-                version = int(_raw_meta(client, table, sid)["version"]["N"])
+                version = int(stored(client, table, sid)["version"]["N"])
                 try:
                     source_design.append_context_messages(
                         client, sid, [f"m{trial}"], version, table=table
@@ -261,7 +256,7 @@ def test_source_pattern_duplicates_on_a_lost_response(
                     break
                 except ClientError as exc:
                     assert exc.response["Error"]["Code"] == "ConditionalCheckFailedException"
-        duplicates += len(_raw_meta(client, table, sid)["context"]["L"]) - 1
+        duplicates += len(stored(client, table, sid)["context"]["L"]) - 1
     assert duplicates == 3  # every lost response became a duplicate; ours: see above
 
 
@@ -357,7 +352,7 @@ def test_the_metadata_item_is_bounded_however_long_the_context(
     for n in range(40):
         store.append_context(sid, ["m" * 2_000], owner="alice")
         if n in (19, 39):
-            sizes.append(sizing.item_size(_raw_meta(client, table, sid)))
+            sizes.append(sizing.item_size(stored(client, table, sid)))
     assert sizes[0] == sizes[1] < 2 * sizing.WRITE_UNIT_BYTES
     # the widest item it could ever be: ids, stamps, tokens (ring and map), 4 KiB attributes
     assert sizes[1] < METADATA_OVERHEAD < 8_000

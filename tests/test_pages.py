@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import sessionstore as ss
-from sessionstore import sizing
+from sessionstore import schema, sizing
 from sessionstore.local import LocalDynamoDB
 from sessionstore.pages import IN_FLIGHT_S
 from sessionstore.retry import RetryPolicy
@@ -21,20 +21,31 @@ from sessionstore.testing import Fault, FaultInjector, RequestLog
 from sessionstore.testing.appenders import append_all, check
 
 from .conftest import scan
+from .items import stored
 
 OWNER = "alice"
 
 
-def _meta(client: Any, table: str, sid: str) -> dict[str, Any]:
-    key = {"pk": {"S": f"session#{sid}"}, "sk": {"S": "metadata"}}
-    item: dict[str, Any] = client.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]
-    return item
-
-
 def _page(client: Any, table: str, sid: str, last_seq: int) -> dict[str, Any]:
-    key = {"pk": {"S": f"session#{sid}"}, "sk": {"S": f"msg#{last_seq:012d}"}}
-    item: dict[str, Any] = client.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]
-    return item
+    return stored(client, table, sid, schema.page_sk(last_seq))
+
+
+def _put_old_page(
+    client: Any, table: str, last: int, text: str, ttl: int, incarnation: str | None = None
+) -> None:
+    """A one-message page of an earlier session ``s1``, written around the store (``None``:
+    from before pages carried the session's incarnation)."""
+    item = {
+        "pk": {"S": schema.pk("s1")},
+        "sk": {"S": schema.page_sk(last)},
+        "first": {"N": str(last)},
+        "messages": {"L": [{"S": text}]},
+        "ttl": {"N": str(ttl)},
+        "token": {"S": "old"},
+    }
+    if incarnation is not None:
+        item["createToken"] = {"S": incarnation}
+    client.put_item(TableName=table, Item=item)
 
 
 def _fresh(client: Any, table: str, clock: ss.ManualClock, prefix: str = "r") -> ss.SessionStore:
@@ -239,17 +250,7 @@ def test_an_earlier_sessions_pages_are_replaced_and_never_shown(
     this id is gone, two of its pages are not yet."""
     now_s = clock.now_ms() // 1000
     for last, text in ((0, '"old zero"'), (1, '"old one"')):
-        client.put_item(
-            TableName=table,
-            Item={
-                "pk": {"S": "session#s1"},
-                "sk": {"S": f"msg#{last:012d}"},
-                "first": {"N": str(last)},
-                "messages": {"L": [{"S": text}]},
-                "ttl": {"N": str(now_s - 10)},
-                "token": {"S": "old"},
-            },
-        )
+        _put_old_page(client, table, last, text, now_s - 10)
     store.activate(store.create_session("s1", owner=OWNER).session_id, owner=OWNER)
     store.append_context("s1", ["new"], owner=OWNER)  # replaces the expired msg#0
     assert list(store.context("s1", owner=OWNER)) == ["new"]
@@ -293,17 +294,17 @@ def test_a_session_from_before_pages_still_reads_and_takes_appends(
 def _append_wcu(client: Any, table: str, store: ss.SessionStore, sid: str, message: Any) -> int:
     """WCU of one single-message append, from the items as stored: the metadata UpdateItem is
     billed on the larger of the item before and after, the page PutItem on the page."""
-    before = sizing.item_size(_meta(client, table, sid))
+    before = sizing.item_size(stored(client, table, sid))
     session = store.append_context(sid, [message], owner=OWNER)
-    after = sizing.item_size(_meta(client, table, sid))
+    after = sizing.item_size(stored(client, table, sid))
     page = sizing.item_size(_page(client, table, sid, session.message_count - 1))
     return sizing.write_units(max(before, after)) + sizing.write_units(page)
 
 
 def _transition_wcu(client: Any, table: str, store: ss.SessionStore, sid: str) -> int:
-    before = sizing.item_size(_meta(client, table, sid))
+    before = sizing.item_size(stored(client, table, sid))
     store.begin_close(sid, owner=OWNER)
-    return sizing.write_units(max(before, sizing.item_size(_meta(client, table, sid))))
+    return sizing.write_units(max(before, sizing.item_size(stored(client, table, sid))))
 
 
 def test_ten_thousand_messages_of_500_bytes_round_trip_at_flat_cost(
@@ -435,18 +436,7 @@ def test_an_earlier_incarnations_live_pages_are_replaced_and_never_shown(
     says its pages' ttl has not quite passed. The incarnation tells them apart."""
     now_s = clock.now_ms() // 1000
     for last in (0, 1):
-        client.put_item(
-            TableName=table,
-            Item={
-                "pk": {"S": "session#s1"},
-                "sk": {"S": f"msg#{last:012d}"},
-                "first": {"N": str(last)},
-                "messages": {"L": [{"S": f'"old {last}"'}]},
-                "ttl": {"N": str(now_s + 30)},
-                "token": {"S": "old"},
-                "createToken": {"S": "earlier-incarnation"},
-            },
-        )
+        _put_old_page(client, table, last, f'"old {last}"', now_s + 30, "earlier-incarnation")
     store.activate(store.create_session("s1", owner=OWNER).session_id, owner=OWNER)
     assert list(store.context("s1", owner=OWNER)) == []
     store.append_context("s1", ["new"], owner=OWNER)  # replaces the earlier msg#0
