@@ -244,11 +244,11 @@ def build_session(
 
 _new = object.__new__
 _setattr = object.__setattr__
-# ``_session`` must set exactly the dataclass's fields: a field added there and not here would
-# be missing from every parsed Session.
+# ``build_session`` must set exactly the dataclass's fields: a field added there and not here
+# would be missing from every parsed Session.
 _blank: list[Any] = [None] * len(fields(Session))
 if list(vars(build_session(*_blank))) != [f.name for f in fields(Session)]:
-    raise TypeError("models._session is out of step with Session's fields")
+    raise TypeError("models.build_session is out of step with Session's fields")
 del _blank
 
 

@@ -443,9 +443,7 @@ class SessionStore:
             raise InvalidInput("messages must not be empty")
         _validate_expected(expected_version)
         encoded = _message_texts(messages)
-        added = 0
-        for text in encoded:
-            added += len(text) if text.isascii() else len(text.encode("utf-8"))
+        added = sum(map(sizing.text_size, encoded))
         count = len(encoded)
         if count > self.max_context_messages or added > self.max_context_bytes:
             raise ContextFull(
