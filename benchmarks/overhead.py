@@ -386,6 +386,10 @@ def profile(spec: OpSpec, *, calls: int, top: int = 8) -> tuple[list[str], dict[
     return lines, shares
 
 
+def _ratios(r: OverheadResult) -> str:
+    return f"x{r.ratio:.2f} (paired x{r.paired:.2f} [{r.paired_low:.2f}-{r.paired_high:.2f}])"
+
+
 def run(
     endpoint: str, *, calls: int, repeats: int, deadline: float, progress: Callable[[str], None]
 ) -> list[OverheadResult]:
@@ -398,14 +402,10 @@ def run(
         results.append(result)
         progress(
             f"  {spec.name}: raw {result.raw_us:.0f} us, sessionstore "
-            f"{result.ours_us:.0f} us, x{result.ratio:.2f} (paired x{result.paired:.2f} "
-            f"[{result.paired_low:.2f}-{result.paired_high:.2f}])"
+            f"{result.ours_us:.0f} us, {_ratios(result)}"
         )
     # The noise floor: the same measurement with identical work on both sides.
     control = measure(specs[0], calls=calls, repeats=repeats, deadline=deadline, control=True)
     results.append(control)
-    progress(
-        f"  {control.operation}: x{control.ratio:.2f} (paired x{control.paired:.2f} "
-        f"[{control.paired_low:.2f}-{control.paired_high:.2f}])"
-    )
+    progress(f"  {control.operation}: {_ratios(control)}")
     return results
