@@ -554,13 +554,7 @@ class AttributesEdit:
             new = self.after(exact)
             sets = f"{attrs} = {e.v(new)}, {counted} = {e.v(attributes_size(new))}"
             return sets, "", open_
-        names, values = e.names, e.values
-        parts = []
-        for i, (name, text) in enumerate(self.changes.items()):
-            # ``#a<i>`` / ``:a<i>``: ``Expr`` makes ``#k<n>`` / ``:v<n>``, so they cannot clash
-            names[f"#a{i}"] = name
-            values[f":a{i}"] = {"S": text}
-            parts.append(f"{attrs}.#a{i} = :a{i}")
+        parts = [f"{attrs}.{e.k(name)} = {e.v(text)}" for name, text in self.changes.items()]
         removes = ", ".join([f"{attrs}.{e.k(name)}" for name in self.remove]) if self.remove else ""
         if exact is not None:
             parts.append(f"{counted} = {e.v(attributes_size(self.after(exact)))}")
