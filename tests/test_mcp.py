@@ -38,6 +38,7 @@ from sessionstore.mcp import (
     open_session,
     protocol,
 )
+from sessionstore.mcp.protocol import SessionHandle
 from sessionstore.mcp import claims as claims_module
 from sessionstore.mcp.__main__ import main as mcp_main
 from sessionstore.retry import RetryPolicy
@@ -102,7 +103,7 @@ class Cluster:
         cluster = self
 
         @server.tool()
-        async def echo(text: str) -> str:
+        async def echo(text: str, session_id: SessionHandle = None) -> str:
             """Counts its executions; waits for ``release`` when one is set."""
             cluster.executions[text] += 1
             if cluster.release is not None:
@@ -273,11 +274,9 @@ def test_refusals_are_clear_mcp_errors(cluster: Cluster) -> None:
                 await SessionCalls(client, "no-such-session").call("echo", {"text": "x"})
             assert unknown.value.code == protocol.SESSION_NOT_FOUND
             sid = (await open_session(client, ttl_seconds=60)).session_id
-            with pytest.raises(MCPError) as no_id:
-                await client.call_tool("echo", {"text": "x"}, meta=call_meta(sid))  # type: ignore[arg-type]
-            assert no_id.value.code == -32602 and no_id.value.data["reason"] == (
-                "tool_call_id_required"
-            )
+            # Without a key every delivery is a call of its own: run and recorded each time.
+            for _ in range(2):
+                await client.call_tool("echo", {"text": "unkeyed"}, meta=call_meta(sid))  # type: ignore[arg-type]
             with pytest.raises(MCPError) as bad_ttl:
                 await open_session(client, ttl_seconds=10**9)
             assert bad_ttl.value.code == -32602
@@ -296,7 +295,9 @@ def test_refusals_are_clear_mcp_errors(cluster: Cluster) -> None:
             with pytest.raises(MCPError) as expired:
                 await SessionCalls(client, short).call("echo", {"text": "x"}, tool_call_id="e")
             assert expired.value.code == protocol.SESSION_EXPIRED
-        assert cluster.executions == Counter({"kept": 1})
+        assert cluster.executions == Counter({"kept": 1, "unkeyed": 2})
+        history = cluster.stores[0].load(sid).tool_calls
+        assert Counter(r.input["text"] for r in history) == Counter({"unkeyed": 2, "kept": 1})
 
     _run(main)
 

@@ -32,18 +32,31 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections import OrderedDict
 from collections.abc import Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Annotated, Any
+from weakref import WeakKeyDictionary
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import principal_components
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.extension import Extension, MethodBinding
+from mcp.server.extension import Extension, MethodBinding, ToolBinding
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, CallToolRequestParams, CallToolResult, TextContent
+from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    CallToolRequestParams,
+    CallToolResult,
+    InputRequiredResult,
+    TextContent,
+)
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import Field
 
 from ..aio import AsyncSessionStore
 from ..codec import JSON
@@ -64,14 +77,19 @@ from . import claims
 from .claims import State, ToolCallIdReused
 from .protocol import (
     CLOSE_METHOD,
+    CLOSE_TOOL,
     EXTENSION_ID,
+    HANDLE_ARGUMENT,
+    IDEMPOTENCY_ARGUMENT,
     OPEN_METHOD,
+    OPEN_TOOL,
     REPLAYED_KEY,
     SESSION_EXPIRED,
     SESSION_ID_KEY,
     SESSION_NOT_ACTIVE,
     SESSION_NOT_FOUND,
     SESSION_REQUIRED,
+    SESSION_SCOPE_KEY,
     STORE_UNAVAILABLE,
     TOOL_CALL_ID_KEY,
     TOOL_CALL_ID_REUSED,
@@ -79,11 +97,16 @@ from .protocol import (
     TOOL_CALL_OUTCOME_UNKNOWN,
     CloseSessionParams,
     CloseSessionResult,
+    OpenedSession,
     OpenSessionParams,
     OpenSessionResult,
+    SessionHandle,
 )
 
 _TTL_CACHE_SIZE = 10_000
+
+logger = logging.getLogger(__name__)
+_ATTACHED: WeakKeyDictionary[MCPServer, SessionStoreExtension] = WeakKeyDictionary()
 
 
 # ---------------------------------------------------------------------------- the tool's view
@@ -221,12 +244,28 @@ def _required_session_id(meta: Any) -> str:
 # ---------------------------------------------------------------------------- the extension
 
 
+@dataclass(frozen=True)
+class _Route:
+    """How one ``tools/call`` is served: in which session, under which key, claimed or not."""
+
+    session_id: str
+    owner: str | None
+    tool_call_id: str
+    keyed: bool  # the id came from the client: a retry carries it again
+    claim: bool
+    checked: Session | None  # read in this request (legacy layer): live and active
+
+
 class SessionStoreExtension(Extension):
     """Sessions in the table and at-most-once tool calls, on any ``MCPServer``.
 
     ``lease_seconds``: how long a claim stays "in progress" before a repeat is told "outcome
     unknown" -- longer than the slowest tool. ``default_ttl_seconds`` / ``max_ttl_seconds``
-    bound what ``session/open`` accepts.
+    bound what a session may ask for. ``open_tool`` / ``close_tool``: the names of the tools it
+    contributes for clients that know no custom method (None: not contributed);
+    ``handle_argument`` / ``idempotency_argument``: the tool arguments that carry a session
+    handle and an idempotency key. Call ``attach(server)`` once the server exists
+    (``create_server`` does): the interceptor looks tools up in it.
     """
 
     identifier = EXTENSION_ID
@@ -238,6 +277,10 @@ class SessionStoreExtension(Extension):
         lease_seconds: int = 300,
         default_ttl_seconds: int = 3600,
         max_ttl_seconds: int = 7 * 86400,
+        open_tool: str | None = OPEN_TOOL,
+        close_tool: str | None = CLOSE_TOOL,
+        handle_argument: str = HANDLE_ARGUMENT,
+        idempotency_argument: str = IDEMPOTENCY_ARGUMENT,
     ) -> None:
         if not isinstance(store, AsyncSessionStore):
             raise InvalidInput("store must be an AsyncSessionStore")
@@ -250,20 +293,46 @@ class SessionStoreExtension(Extension):
                 raise InvalidInput(f"{name} must be a positive int")
         if default_ttl_seconds > max_ttl_seconds:
             raise InvalidInput("default_ttl_seconds must not exceed max_ttl_seconds")
+        for name, text in (
+            ("open_tool", open_tool),
+            ("close_tool", close_tool),
+            ("handle_argument", handle_argument),
+            ("idempotency_argument", idempotency_argument),
+        ):
+            if text is not None and (not isinstance(text, str) or not text.isidentifier()):
+                raise InvalidInput(f"{name} must be a Python identifier, got {text!r}")
         self.store = store
         self.lease_ms = lease_seconds * 1000
         self.default_ttl_seconds = default_ttl_seconds
         self.max_ttl_seconds = max_ttl_seconds
+        self.open_tool = open_tool
+        self.close_tool = close_tool
+        self.handle_argument = handle_argument
+        self.idempotency_argument = idempotency_argument
+        self._server: MCPServer | None = None
         # A session's ttl never changes once created, so one read per session per instance
         # (the claim's condition compares it, so a stale entry costs a retry, never a claim
         # that expires with another session).
         self._ttls: OrderedDict[tuple[str, str | None], int] = OrderedDict()
+
+    def attach(self, server: MCPServer) -> None:
+        """The server whose tools the interceptor validates and classifies."""
+        self._server = server
+        _ATTACHED[server] = self
+
+    @staticmethod
+    def attached_to(server: MCPServer) -> SessionStoreExtension | None:
+        """The extension ``attach``-ed to ``server``, if any."""
+        return _ATTACHED.get(server)
 
     def settings(self) -> dict[str, Any]:
         return {
             "sessionIdKey": SESSION_ID_KEY,
             "toolCallIdKey": TOOL_CALL_ID_KEY,
             "methods": [OPEN_METHOD, CLOSE_METHOD],
+            "tools": [t for t in (self.open_tool, self.close_tool) if t],
+            "handleArgument": self.handle_argument,
+            "idempotencyArgument": self.idempotency_argument,
         }
 
     def methods(self) -> Sequence[MethodBinding]:
@@ -272,30 +341,61 @@ class SessionStoreExtension(Extension):
             MethodBinding(CLOSE_METHOD, CloseSessionParams, self._close),
         )
 
-    # ------------------------------------------------------------------ lifecycle methods
+    def tools(self) -> Sequence[ToolBinding]:
+        bindings = []
+        if self.open_tool:
+            bindings.append(ToolBinding(self._open_tool_fn(), kwargs={"name": self.open_tool}))
+        if self.close_tool:
+            bindings.append(ToolBinding(self._close_tool_fn(), kwargs={"name": self.close_tool}))
+        return bindings
 
-    async def _open(self, ctx: ServerRequestContext[Any, Any], params: Any) -> HandlerResult:
-        assert isinstance(params, OpenSessionParams)
-        ttl_seconds = params.ttl_seconds or self.default_ttl_seconds
+    # ------------------------------------------------------------------ one session model
+    # The methods, the tools and the legacy HTTP layer all open, check and end sessions here.
+
+    async def open_session(
+        self,
+        *,
+        ttl_seconds: int | None = None,
+        session_id: str | None = None,
+        attributes: dict[str, JSON] | None = None,
+    ) -> Session:
+        """Create and activate a session for the current principal (two writes)."""
+        ttl_seconds = ttl_seconds or self.default_ttl_seconds
         if not 0 < ttl_seconds <= self.max_ttl_seconds:
-            raise MCPError(
-                INVALID_PARAMS,
-                f"ttlSeconds must be in 1..{self.max_ttl_seconds}",
-                {"reason": "invalid_input"},
-            )
+            raise InvalidInput(f"ttlSeconds must be in 1..{self.max_ttl_seconds}")
         owner = principal_owner()
+        kept = {k: v for k, v in (attributes or {}).items() if v is not None}
         try:
-            created = await self.store.create_session(owner=owner, ttl_seconds=ttl_seconds)
-            session = await self.store.activate(created.session_id, owner=owner)
-        except SessionStoreError as exc:
-            raise to_mcp_error(exc) from exc
+            created = await self.store.run(
+                self.store.store.create_session,
+                session_id,
+                owner=owner,
+                ttl_seconds=ttl_seconds,
+                attributes=kept,
+            )
+        except ItemTooLarge:
+            # A client's capabilities can be large; its name and version always fit.
+            kept.pop("clientCapabilities", None)
+            created = await self.store.run(
+                self.store.store.create_session,
+                session_id,
+                owner=owner,
+                ttl_seconds=ttl_seconds,
+                attributes=kept,
+            )
+        session = await self.store.activate(created.session_id, owner=owner)
         self._remember(session.session_id, owner, session.ttl)
-        return OpenSessionResult(
-            session_id=session.session_id, status=session.status.value, expires_at=session.ttl
-        )
+        return session
 
-    async def _close(self, ctx: ServerRequestContext[Any, Any], params: Any) -> HandlerResult:
-        session_id = _required_session_id(params.meta if params is not None else None)
+    async def session_for_request(self, session_id: str) -> Session:
+        """The live, active session of the current principal (one consistent read)."""
+        session = await self.store.get_session(session_id, owner=principal_owner())
+        if session.status is not Status.ACTIVE:
+            raise SessionNotActive(session_id, session.status)
+        return session
+
+    async def end_session(self, session_id: str, *, quiet: bool = False) -> Session:
+        """closing -> closed; closing a closed session again is a success."""
         owner = principal_owner()
         try:
             try:
@@ -303,10 +403,68 @@ class SessionStoreExtension(Extension):
             except InvalidTransition as exc:
                 if exc.current is not Status.CLOSED:
                     raise
-            session = await self.store.close(session_id, owner=owner)
+            return await self.store.close(session_id, owner=owner)
+        except SessionStoreError:
+            if quiet:
+                logger.warning("session %s could not be closed", session_id, exc_info=True)
+            raise
+
+    # ------------------------------------------------------------------ lifecycle methods
+
+    async def _open(self, ctx: ServerRequestContext[Any, Any], params: Any) -> HandlerResult:
+        assert isinstance(params, OpenSessionParams)
+        try:
+            session = await self.open_session(ttl_seconds=params.ttl_seconds)
+        except SessionStoreError as exc:
+            raise to_mcp_error(exc) from exc
+        return OpenSessionResult(
+            session_id=session.session_id, status=session.status.value, expires_at=session.ttl
+        )
+
+    async def _close(self, ctx: ServerRequestContext[Any, Any], params: Any) -> HandlerResult:
+        session_id = _required_session_id(params.meta if params is not None else None)
+        try:
+            session = await self.end_session(session_id)
         except SessionStoreError as exc:
             raise to_mcp_error(exc, session_id) from exc
         return CloseSessionResult(session_id=session_id, status=session.status.value)
+
+    def _open_tool_fn(self) -> Any:
+        extension = self
+
+        async def open_session(
+            ttl_seconds: Annotated[int | None, Field(ge=1)] = None,
+        ) -> OpenedSession:
+            """Open a session: pass the session_id it returns to every tool that takes one,
+            and close it with close_session when done. It expires at expires_at (epoch
+            seconds) in any case."""
+            try:
+                session = await extension.open_session(ttl_seconds=ttl_seconds)
+            except SessionStoreError as exc:
+                raise to_mcp_error(exc) from exc
+            return OpenedSession(
+                session_id=session.session_id,
+                status=session.status.value,
+                expires_at=session.ttl,
+            )
+
+        return open_session
+
+    def _close_tool_fn(self) -> Any:
+        extension = self
+
+        async def close_session(session_id: SessionHandle = None) -> OpenedSession:
+            """Close the session: later calls with its session_id are refused."""
+            current = current_session()  # the interceptor resolved and checked it
+            try:
+                session = await extension.end_session(current.session_id)
+            except SessionStoreError as exc:
+                raise to_mcp_error(exc, current.session_id) from exc
+            return OpenedSession(
+                session_id=session.session_id, status=session.status.value, expires_at=session.ttl
+            )
+
+        return close_session
 
     # ------------------------------------------------------------------ tools/call
 
@@ -316,38 +474,97 @@ class SessionStoreExtension(Extension):
         ctx: ServerRequestContext[Any, Any],
         call_next: CallNext,
     ) -> HandlerResult:
-        meta = params.meta
-        session_id = _required_session_id(meta)
-        tool_call_id = _meta_id(meta, TOOL_CALL_ID_KEY)
-        if tool_call_id is None:
-            raise MCPError(
-                INVALID_PARAMS,
-                f"every tools/call needs an idempotency key in _meta[{TOOL_CALL_ID_KEY!r}]",
-                {"reason": "tool_call_id_required", "key": TOOL_CALL_ID_KEY},
-            )
-        owner = principal_owner()
+        tool = self._tool(params.name)
         arguments: dict[str, Any] = dict(params.arguments or {})
+        if tool is None or not _valid(tool, arguments):
+            return await call_next(ctx)  # the SDK's own error; nothing claimed or written
+        declared = tool.parameters.get("properties", {})
+        legacy = _legacy_session(ctx)
+        session_id = self._session_id(arguments, params.meta, legacy, declared)
+        if session_id is None:
+            if self.handle_argument in declared:
+                raise self._session_required(params.name, ctx.protocol_version)
+            return await call_next(ctx)  # a tool that needs no session, called without one
+        if legacy is not None and legacy.session_id != session_id:
+            legacy = None  # an explicit handle names another session: check that one
+        owner = principal_owner()
+        if params.name == self.close_tool:
+            return await self._serve_close(session_id, owner, legacy, params.name, ctx, call_next)
+        route = self._route(params, arguments, declared, tool, session_id, owner, legacy)
+        resumed = _resume(params, session_id)  # a later round of a multi-round-trip call we claimed
         try:
-            ttl = await self._session_ttl(session_id, owner)
-            outcome = await self.store.run(
-                claims.claim,
-                self.store.store,
-                session_id,
-                tool_call_id,
-                params.name,
-                arguments,
-                owner=owner,
-                ttl=ttl,
-                lease_ms=self.lease_ms,
-            )
+            if resumed is not None:
+                route = replace(route, tool_call_id=resumed.tool_call_id, claim=False)
+            elif route.claim:
+                outcome = await self._claim(route, params.name, arguments)
+                if outcome.state is not State.CLAIMED:
+                    return _answer_repeat(outcome)
+                resumed = _Round(session_id, route.tool_call_id, outcome.claim.token)
+            elif route.checked is None:
+                await self.session_for_request(session_id)  # refuse before the tool runs
         except (SessionStoreError, ToolCallIdReused) as exc:
             raise to_mcp_error(exc, session_id) from exc
-        if outcome.state is State.CLAIMED and outcome.claim.ttl != ttl:
-            self._remember(session_id, owner, outcome.claim.ttl)  # the claim learnt the session's
-        if outcome.state is not State.CLAIMED:
-            return _answer_repeat(outcome)
+        return await self._execute(route, params, arguments, resumed, ctx, call_next)
 
-        view = ToolSession(session_id, owner, tool_call_id, params.name, self.store)
+    def _route(
+        self,
+        params: CallToolRequestParams,
+        arguments: dict[str, Any],
+        declared: dict[str, Any],
+        tool: Tool,
+        session_id: str,
+        owner: str | None,
+        legacy: Session | None,
+    ) -> _Route:
+        key = _meta_id(params.meta, TOOL_CALL_ID_KEY)
+        if key is None and self.idempotency_argument in declared:
+            value = arguments.get(self.idempotency_argument)
+            key = None if value is None else _checked_id(value, self.idempotency_argument)
+        hints = tool.annotations
+        # The server's own hints, so they can be trusted: re-running such a tool is harmless.
+        harmless = hints is not None and bool(hints.read_only_hint or hints.idempotent_hint)
+        return _Route(
+            session_id=session_id,
+            owner=owner,
+            tool_call_id=key if key is not None else self.store.store.ids.token(),
+            keyed=key is not None,
+            claim=key is not None and not harmless,
+            checked=legacy,
+        )
+
+    async def _claim(self, route: _Route, name: str, arguments: dict[str, Any]) -> claims.Outcome:
+        ttl = (
+            route.checked.ttl
+            if route.checked is not None
+            else await self._session_ttl(route.session_id, route.owner)
+        )
+        outcome = await self.store.run(
+            claims.claim,
+            self.store.store,
+            route.session_id,
+            route.tool_call_id,
+            name,
+            arguments,
+            owner=route.owner,
+            ttl=ttl,
+            lease_ms=self.lease_ms,
+        )
+        if outcome.state is State.CLAIMED and outcome.claim.ttl != ttl:
+            self._remember(route.session_id, route.owner, outcome.claim.ttl)
+        return outcome
+
+    async def _execute(
+        self,
+        route: _Route,
+        params: CallToolRequestParams,
+        arguments: dict[str, Any],
+        claimed: _Round | None,
+        ctx: ServerRequestContext[Any, Any],
+        call_next: CallNext,
+    ) -> HandlerResult:
+        view = ToolSession(
+            route.session_id, route.owner, route.tool_call_id, params.name, self.store
+        )
         started = self.store.clock.now_ms()
         token = _CURRENT.set(view)
         try:
@@ -359,12 +576,78 @@ class SessionStoreExtension(Extension):
             raise
         finally:
             _CURRENT.reset(token)
+        if isinstance(result, InputRequiredResult):
+            # Not finished: the next round carries the claim in the sealed requestState.
+            return _suspend(result, claimed)
         if isinstance(result, CallToolResult):
             output = {"callToolResult": _dump(result)}
         else:
             output = {"unrecordable": type(result).__name__}
         await self._record(view, arguments, output, started)
         return result
+
+    async def _serve_close(
+        self,
+        session_id: str,
+        owner: str | None,
+        legacy: Session | None,
+        name: str,
+        ctx: ServerRequestContext[Any, Any],
+        call_next: CallNext,
+    ) -> HandlerResult:
+        # Closing is a lifecycle step, not a call in the session's history.
+        if legacy is None:
+            try:
+                await self.store.get_session(session_id, owner=owner)
+            except SessionStoreError as exc:
+                raise to_mcp_error(exc, session_id) from exc
+        view = ToolSession(session_id, owner, "", name, self.store)
+        token = _CURRENT.set(view)
+        try:
+            return await call_next(ctx)
+        finally:
+            _CURRENT.reset(token)
+
+    def _tool(self, name: str) -> Tool | None:
+        if self._server is None:
+            raise MCPError(
+                INTERNAL_ERROR,
+                "SessionStoreExtension is not attached to its server: call "
+                "extension.attach(server) (create_server does)",
+            )
+        # 2.3.0 has no public lookup of one registered tool with its argument model.
+        return self._server._tool_manager.get_tool(name)
+
+    def _session_id(
+        self,
+        arguments: dict[str, Any],
+        meta: Any,
+        legacy: Session | None,
+        declared: dict[str, Any],
+    ) -> str | None:
+        """The handle argument, else ``_meta``'s session id, else the legacy session."""
+        if self.handle_argument in declared and arguments.get(self.handle_argument) is not None:
+            return _checked_id(arguments[self.handle_argument], self.handle_argument)
+        from_meta = _meta_id(meta, SESSION_ID_KEY)
+        if from_meta is not None:
+            return from_meta
+        return legacy.session_id if legacy is not None else None
+
+    def _session_required(self, name: str, protocol_version: str) -> MCPError:
+        if self.open_tool:
+            how = (
+                f"call the tool {self.open_tool!r} and pass the session_id it returns as this "
+                f"tool's {self.handle_argument!r} argument"
+            )
+        else:
+            how = f"open one ({OPEN_METHOD}) and send its id in _meta[{SESSION_ID_KEY!r}]"
+        if protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
+            how = f"initialize again to get an Mcp-Session-Id, or {how}"
+        return MCPError(
+            SESSION_REQUIRED,
+            f"tool {name!r} needs a session: {how}",
+            {"reason": "session_required", "argument": self.handle_argument, "key": SESSION_ID_KEY},
+        )
 
     async def _record(
         self, view: ToolSession, arguments: dict[str, Any], output: JSON, started: int
@@ -416,6 +699,81 @@ class SessionStoreExtension(Extension):
         self._ttls.move_to_end((session_id, owner))
         while len(self._ttls) > _TTL_CACHE_SIZE:
             self._ttls.popitem(last=False)
+
+
+def _valid(tool: Tool, arguments: dict[str, Any]) -> bool:
+    """Whether the SDK will accept these arguments (its own validation, run early)."""
+    try:
+        tool.fn_metadata.validate_arguments(arguments)
+    except Exception:
+        return False
+    return True
+
+
+def _checked_id(value: Any, argument: str) -> str:
+    try:
+        return validate_id(value, argument)
+    except InvalidInput as exc:
+        raise MCPError(
+            INVALID_PARAMS, str(exc), {"reason": "invalid_input", "argument": argument}
+        ) from None
+
+
+def _legacy_session(ctx: ServerRequestContext[Any, Any]) -> Session | None:
+    """The session ``http_sessions.LegacySessions`` checked for this HTTP request, if any."""
+    request = ctx.request
+    scope = getattr(request, "scope", None)
+    session = scope.get(SESSION_SCOPE_KEY) if isinstance(scope, dict) else None
+    return session if isinstance(session, Session) else None
+
+
+# ---------------------------------------------------------------------------- multi-round-trip
+
+_ROUND_KEY = "io.sessionstore/claim"
+
+
+@dataclass(frozen=True)
+class _Round:
+    """A claimed call between rounds: the SDK seals it into ``requestState``, so it comes
+    back only unaltered, from the same principal, for the same tool and arguments."""
+
+    session_id: str
+    tool_call_id: str
+    claim_token: str
+
+
+def _suspend(result: InputRequiredResult, claimed: _Round | None) -> InputRequiredResult:
+    if claimed is None:
+        return result  # nothing claimed (no key, or a harmless tool): the rounds just run
+    state = json.dumps(
+        {
+            _ROUND_KEY: {
+                "sessionId": claimed.session_id,
+                "toolCallId": claimed.tool_call_id,
+                "token": claimed.claim_token,
+            },
+            "state": result.request_state,
+        }
+    )
+    return result.model_copy(update={"request_state": state})
+
+
+def _resume(params: CallToolRequestParams, session_id: str) -> _Round | None:
+    """Our claim from a later round's ``requestState``; the tool gets its own state back."""
+    if params.request_state is None:
+        return None
+    try:
+        wrapped = json.loads(params.request_state)
+    except ValueError:
+        return None
+    if not isinstance(wrapped, dict) or not isinstance(wrapped.get(_ROUND_KEY), dict):
+        return None
+    claimed = wrapped[_ROUND_KEY]
+    # The handler is invoked with this very params object: it must see the tool's state.
+    params.request_state = wrapped.get("state")
+    if claimed.get("sessionId") != session_id:
+        return None  # sealed for another session: this delivery starts afresh
+    return _Round(session_id, str(claimed["toolCallId"]), str(claimed["token"]))
 
 
 def _dump(result: CallToolResult) -> dict[str, Any]:

@@ -15,14 +15,52 @@ Everything here is plain data so a client can depend on it without the server si
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Annotated, Final
 
 from mcp_types import RequestParams, Result
+from pydantic import BaseModel, Field
 
 SESSION_ID_KEY: Final = "io.sessionstore/session-id"
 TOOL_CALL_ID_KEY: Final = "io.sessionstore/tool-call-id"
 #: Set to true in the ``_meta`` of a result served from the record instead of a new execution.
 REPLAYED_KEY: Final = "io.sessionstore/replayed"
+
+#: ASGI scope key under which ``http_sessions.LegacySessions`` hands the checked session on.
+SESSION_SCOPE_KEY: Final = "io.sessionstore.session"
+
+#: The tools the extension contributes for clients that know no custom method (SEP-2567).
+OPEN_TOOL: Final = "open_session"
+CLOSE_TOOL: Final = "close_session"
+#: The argument that carries a session handle: a tool that declares it needs a session.
+HANDLE_ARGUMENT: Final = "session_id"
+#: The argument that carries a client's idempotency key, for tools that declare it.
+IDEMPOTENCY_ARGUMENT: Final = "idempotency_key"
+
+SessionHandle = Annotated[
+    str | None,
+    Field(
+        description=(
+            "The session handle from the open_session tool. Leave it out when the client "
+            "already keeps a session (Mcp-Session-Id)."
+        ),
+        min_length=1,
+        max_length=128,
+    ),
+]
+"""Declare ``session_id: SessionHandle = None`` on a tool: it then needs a session."""
+
+IdempotencyKey = Annotated[
+    str | None,
+    Field(
+        description=(
+            "A key unique to this call and the same on every retry of it: a retry then "
+            "returns the first result instead of running again."
+        ),
+        min_length=1,
+        max_length=128,
+    ),
+]
+"""Declare ``idempotency_key: IdempotencyKey = None`` on a tool: retries run it at most once."""
 
 EXTENSION_ID: Final = "io.sessionstore/sessions"
 OPEN_METHOD: Final = "io.sessionstore/session/open"
@@ -64,3 +102,11 @@ class CloseSessionParams(RequestParams):
 class CloseSessionResult(Result):
     session_id: str
     status: str
+
+
+class OpenedSession(BaseModel):
+    """What the ``open_session`` / ``close_session`` tools answer (structured content)."""
+
+    session_id: str
+    status: str
+    expires_at: int  # epoch seconds

@@ -41,7 +41,9 @@ from starlette.applications import Starlette
 from ..aio import AsyncSessionStore
 from ..errors import InvalidInput
 from ..store import SessionStore
+from . import http_sessions
 from .middleware import SessionStoreExtension, current_session
+from .protocol import SessionHandle
 
 #: Comma-separated secrets (newest first) that seal ``requestState`` on every instance.
 STATE_KEYS_ENV = "SESSIONSTORE_MCP_STATE_KEYS"
@@ -50,21 +52,36 @@ _LOOPBACK = ("127.0.0.1", "::1", "localhost")
 logger = logging.getLogger(__name__)
 
 
+#: The SDK's rule for a ``RequestStateSecurity`` key.
+MIN_STATE_KEY_BYTES = 32
+
+
 def request_state_security(
     keys: Sequence[str | bytes] | None = None, *, audience: str | None = None
 ) -> RequestStateSecurity:
     """Shared keys from the argument or ``SESSIONSTORE_MCP_STATE_KEYS``; without any, a
-    process-local key -- fine for one instance, wrong behind a load balancer (logged)."""
+    process-local key -- fine for one instance, wrong behind a load balancer (said once, at
+    INFO). A key under 32 bytes raises ``InvalidInput`` naming the rule."""
+    source = "state_keys"
     if keys is None:
+        source = STATE_KEYS_ENV
         configured = os.environ.get(STATE_KEYS_ENV, "")
         keys = [k for k in (part.strip() for part in configured.split(",")) if k]
     if not keys:
-        logger.warning(
-            "no %s: requestState sealed with a process-local key; set shared keys to run more "
-            "than one instance",
+        logger.info(
+            "requestState is sealed with a process-local key: one instance only (set %s, "
+            "comma-separated keys of at least %d bytes, to run more)",
             STATE_KEYS_ENV,
+            MIN_STATE_KEY_BYTES,
         )
         return RequestStateSecurity.ephemeral(audience=audience)
+    for position, key in enumerate(keys, 1):
+        size = len(key.encode() if isinstance(key, str) else key)
+        if size < MIN_STATE_KEY_BYTES:
+            raise InvalidInput(
+                f"{source}: key {position} has {size} bytes; each requestState key needs at "
+                f"least {MIN_STATE_KEY_BYTES} (the MCP SDK's rule)"
+            )
     return RequestStateSecurity(keys=list(keys), audience=audience)
 
 
@@ -79,38 +96,55 @@ def create_server(
     default_ttl_seconds: int = 3600,
     demo_tools: bool = True,
     log_level: str = "WARNING",
+    extension: SessionStoreExtension | None = None,
 ) -> MCPServer:
     """An ``MCPServer`` with the store's extension (``store=None``: the bare server, same tools,
-    no sessions -- the baseline for measuring what the store costs)."""
+    no sessions -- the baseline for measuring what the store costs). ``extension``: one built
+    with other options (its store is used)."""
     if isinstance(store, SessionStore):
         store = AsyncSessionStore(store)
     if store is not None and not isinstance(store, AsyncSessionStore):
         raise InvalidInput("store must be a SessionStore, an AsyncSessionStore or None")
-    extensions = []
-    if store is not None:
-        extensions.append(
-            SessionStoreExtension(
-                store, lease_seconds=lease_seconds, default_ttl_seconds=default_ttl_seconds
-            )
+    if extension is None and store is not None:
+        extension = SessionStoreExtension(
+            store, lease_seconds=lease_seconds, default_ttl_seconds=default_ttl_seconds
         )
     server: MCPServer = MCPServer(
         name,
-        instructions=(
-            "Open a session with io.sessionstore/session/open, then send its id in "
-            "_meta['io.sessionstore/session-id'] and a fresh id per call in "
-            "_meta['io.sessionstore/tool-call-id']."
-        )
-        if store is not None
-        else None,
-        extensions=extensions,
+        instructions=_instructions(extension),
+        extensions=[extension] if extension is not None else [],
         request_state_security=request_state_security(state_keys),
         token_verifier=token_verifier,
         auth=auth,
         log_level=log_level,  # type: ignore[arg-type]
     )
+    if extension is not None:
+        extension.attach(server)
     if demo_tools:
-        add_demo_tools(server, sessions=store is not None)
+        add_demo_tools(server, sessions=extension is not None)
     return server
+
+
+def _instructions(extension: SessionStoreExtension | None) -> str | None:
+    if extension is None:
+        return None
+    handle = extension.handle_argument
+    ways = [
+        "Tools that take a '" + handle + "' argument work in a session. A client that keeps "
+        "an Mcp-Session-Id has one already and may leave the argument out."
+    ]
+    if extension.open_tool:
+        ways.append(
+            f"Otherwise call the tool '{extension.open_tool}' once and pass the session_id it "
+            f"returns as '{handle}' to each such tool"
+            + (f"; end it with '{extension.close_tool}'." if extension.close_tool else ".")
+        )
+    if extension.idempotency_argument:
+        ways.append(
+            f"Where a tool takes '{extension.idempotency_argument}', send a fresh key per call "
+            "and the same key when retrying it: the retry returns the first result."
+        )
+    return " ".join(ways)
 
 
 def add_demo_tools(server: MCPServer, *, sessions: bool = True) -> None:
@@ -164,7 +198,7 @@ def _evaluate(node: ast.AST) -> float | int:
     raise ToolError(f"unsupported element: {type(node).__name__}")
 
 
-async def note(text: str) -> dict[str, Any]:
+async def note(text: str, session_id: SessionHandle = None) -> dict[str, Any]:
     """Append a note to this session's context; returns the note's position and the version."""
     if not text or len(text) > 10_000:
         raise ToolError("a note is 1-10,000 characters")
@@ -172,15 +206,39 @@ async def note(text: str) -> dict[str, Any]:
     return {"position": session.message_count, "version": session.version}
 
 
-async def notes() -> list[str]:
+async def notes(session_id: SessionHandle = None) -> list[str]:
     """Every note of this session, oldest first."""
     context = await current_session().context()
     return [m["text"] for m in context if isinstance(m, dict) and m.get("role") == "note"]
 
 
-def create_app(server: MCPServer, *, host: str = "127.0.0.1") -> Starlette:
-    """The streamable-HTTP app, stateless: any instance serves any request, either protocol."""
-    return server.streamable_http_app(stateless_http=True, host=host)
+def create_app(
+    server: MCPServer, *, host: str = "127.0.0.1", adopt_session_ids: bool = False
+) -> Starlette:
+    """The streamable-HTTP app, stateless: any instance serves any request, either protocol.
+
+    With the store's extension, legacy clients' ``Mcp-Session-Id`` sessions live in the table
+    (``http_sessions.LegacySessions``); ``adopt_session_ids``: create a session for an id the
+    table does not know (a platform in front mints them)."""
+    app = server.streamable_http_app(stateless_http=True, host=host)
+    extension = SessionStoreExtension.attached_to(server)
+    if extension is not None:
+        http_sessions.install(server.session_manager, extension, adopt_ids=adopt_session_ids)
+    _quiet_stateless_transport_logs()
+    return app
+
+
+class _DropSessionlessTermination(logging.Filter):
+    # A stateless transport ends after every request and logs "Terminating session: None":
+    # noise that reads like a session being lost. Our layer logs sessions in the store's terms.
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "Terminating session: None"
+
+
+def _quiet_stateless_transport_logs() -> None:
+    transport_logger = logging.getLogger("mcp.server.streamable_http")
+    if not any(isinstance(f, _DropSessionlessTermination) for f in transport_logger.filters):
+        transport_logger.addFilter(_DropSessionlessTermination())
 
 
 class RunningServer:

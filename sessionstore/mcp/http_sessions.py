@@ -1,0 +1,252 @@
+"""Legacy ``Mcp-Session-Id`` sessions kept in the table, for every unmodified client.
+
+A 2024-11-05 ... 2025-11-25 client already carries a session: the server mints
+``Mcp-Session-Id`` in its ``initialize`` answer, the client sends it on every later request and
+ends it with ``DELETE``. The SDK keeps it in one process's memory
+(``StreamableHTTPSessionManager._server_instances``): another instance, or the same one after a
+restart, answers 404. A *stateless* SDK transport ignores the header and starts every request
+ready, with the protocol version from ``MCP-Protocol-Version``. So this thin ASGI layer in front
+of the stateless app does the session part itself, on the store:
+
+* ``initialize`` (no id): the store session is created and activated (owner = the
+  authenticated principal; protocol version, client info and capabilities kept as its
+  attributes) and its id is added to the answer as ``Mcp-Session-Id``;
+* any later request with an id: one consistent ``GetItem``; missing, expired, not active or
+  another principal's -> HTTP 404 with a JSON-RPC error body (the transport spec's answer,
+  after which a client starts a new session); otherwise the session rides in the ASGI scope
+  (``SESSION_SCOPE_KEY``) to the tools/call interceptor, so ``current_session()`` works with no
+  ``_meta`` at all;
+* ``DELETE``: the store session is closed (``closing`` -> ``closed``);
+* ``GET`` (the standalone event stream): 405, as the transport spec allows a server that
+  offers none. Holding it open here would tie the client to one instance, and a stateless
+  transport has nothing to send on it.
+
+``adopt_ids=True`` creates a session on first sight of an id the table does not know, for
+hosts in front (e.g. AgentCore Runtime) that mint ``Mcp-Session-Id`` themselves.
+
+Requests whose ``MCP-Protocol-Version`` is not a handshake version (2026-07-28 and later) have
+no session in the protocol; they pass through untouched. It sits inside the SDK's auth
+middleware (it wraps ``session_manager.asgi_app``), so the principal is known.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any, Final
+
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..errors import SessionAlreadyExists, SessionNotFound, SessionStoreError, Unavailable
+from ..ids import validate_id
+from ..models import Session
+from .protocol import SESSION_SCOPE_KEY
+
+if TYPE_CHECKING:
+    from .middleware import SessionStoreExtension
+
+SESSION_HEADER: Final = b"mcp-session-id"
+_VERSION_HEADER: Final = b"mcp-protocol-version"
+#: The SDK's own request body bound (``DEFAULT_MAX_REQUEST_BODY_SIZE``).
+MAX_BODY_BYTES: Final = 4 * 1024 * 1024
+
+logger = logging.getLogger(__name__)
+
+
+class LegacySessions:
+    """ASGI middleware: ``Mcp-Session-Id`` minted, checked and closed in the store."""
+
+    def __init__(
+        self, app: ASGIApp, extension: SessionStoreExtension, *, adopt_ids: bool = False
+    ) -> None:
+        self.app = app
+        self.extension = extension
+        self.adopt_ids = adopt_ids
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        version = headers.get(_VERSION_HEADER, b"").decode("latin-1") or None
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            await self.app(scope, receive, send)  # 2026-07-28+: sessionless by design
+            return
+        raw_id = headers.get(SESSION_HEADER)
+        method = scope["method"]
+        if method == "GET":
+            await _status(send, 405, "this server offers no standalone event stream", allow=True)
+            return
+        if method == "DELETE":
+            await self._delete(raw_id, send)
+            return
+        if method != "POST" or raw_id is None:
+            if method == "POST":
+                body, receive = await _buffer(receive)
+                if body is None:
+                    await _status(send, 413, "request body too large")
+                    return
+                initialize = _initialize_params(body)
+                if initialize is not None:
+                    await self._initialize(scope, receive, send, initialize)
+                    return
+            await self.app(scope, receive, send)
+            return
+        try:
+            session = await self._check(raw_id)
+        except Unavailable as exc:  # the store, not the session: the client may retry
+            await _status(send, 503, f"session store unavailable: {exc}")
+            return
+        if session is None:
+            await _status(send, 404, "Session not found")
+            return
+        scope[SESSION_SCOPE_KEY] = session
+        await self.app(scope, receive, send)
+
+    async def _initialize(
+        self, scope: Scope, receive: Receive, send: Send, params: dict[str, Any]
+    ) -> None:
+        client = params.get("clientInfo")
+        attributes = {
+            "protocolVersion": params.get("protocolVersion"),
+            "clientInfo": client,
+            "clientCapabilities": params.get("capabilities"),
+        }
+        try:
+            session = await self.extension.open_session(attributes=attributes)
+        except SessionStoreError as exc:
+            logger.warning("initialize: no session could be created: %s", exc)
+            await _status(send, 503, f"session store unavailable: {exc}")
+            return
+        status = 0
+
+        async def with_session_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                header = (SESSION_HEADER, session.session_id.encode())
+                message = {**message, "headers": [*message.get("headers", []), header]}
+            await send(message)
+
+        await self.app(scope, receive, with_session_id)
+        if status >= 400:  # the SDK refused the handshake: nothing to keep
+            await self.extension.end_session(session.session_id, quiet=True)
+            return
+        logger.info(
+            "session %s opened for %s (protocol %s, client %s)",
+            session.session_id,
+            session.owner or "an anonymous principal",
+            attributes["protocolVersion"],
+            client.get("name") if isinstance(client, dict) else None,
+        )
+
+    async def _check(self, raw_id: bytes) -> Session | None:
+        try:
+            session_id = validate_id(raw_id.decode("latin-1"), "Mcp-Session-Id")
+            session = await self.extension.session_for_request(session_id)
+        except SessionNotFound:
+            if not self.adopt_ids:
+                logger.info("request for unknown session %s: 404", raw_id[:64].decode("latin-1"))
+                return None
+            return await self._adopt(raw_id.decode("latin-1"))
+        except Unavailable:
+            raise
+        except SessionStoreError as exc:  # expired, not active, malformed id
+            logger.info("request refused with 404: %s", exc)
+            return None
+        return session
+
+    async def _adopt(self, session_id: str) -> Session | None:
+        try:
+            session = await self.extension.open_session(session_id=session_id)
+        except SessionAlreadyExists:
+            # Another instance adopted it first (or an expired one still holds the id).
+            try:
+                return await self.extension.session_for_request(session_id)
+            except SessionStoreError:
+                return None
+        except SessionStoreError as exc:
+            logger.info("session %s could not be adopted: %s", session_id, exc)
+            return None
+        logger.info("session %s adopted from the platform in front", session_id)
+        return session
+
+    async def _delete(self, raw_id: bytes | None, send: Send) -> None:
+        if raw_id is None:
+            await _status(send, 400, "DELETE needs an Mcp-Session-Id")
+            return
+        try:
+            session_id = validate_id(raw_id.decode("latin-1"), "Mcp-Session-Id")
+            closed = await self.extension.end_session(session_id)
+        except SessionStoreError as exc:
+            logger.info("DELETE refused with 404: %s", exc)
+            await _status(send, 404, "Session not found")
+            return
+        logger.info("session %s closed by the client (DELETE)", closed.session_id)
+        await _status(send, 200, None)
+
+
+def _initialize_params(body: bytes) -> dict[str, Any] | None:
+    """The params of a single JSON-RPC ``initialize`` request, or None for anything else."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or message.get("method") != "initialize":
+        return None
+    if "id" not in message:
+        return None
+    params = message.get("params")
+    return params if isinstance(params, dict) else {}
+
+
+async def _buffer(receive: Receive) -> tuple[bytes | None, Receive]:
+    """The whole request body (None past ``MAX_BODY_BYTES``) and a receive that replays it."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return None, receive
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    body = b"".join(chunks)
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return body, replay
+
+
+async def _status(send: Send, status: int, message: str | None, *, allow: bool = False) -> None:
+    headers: list[tuple[bytes, bytes]] = [(b"content-type", b"application/json")]
+    if allow:
+        headers.append((b"allow", b"POST, DELETE"))
+    body = b""
+    if message is not None:
+        code = -32600 if status != 503 else -32603
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+        ).encode()
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def install(manager: Any, extension: SessionStoreExtension, *, adopt_ids: bool = False) -> None:
+    """Put ``LegacySessions`` in front of a stateless ``StreamableHTTPSessionManager``'s
+    ``asgi_app``: inside the SDK's auth middleware, so the principal is known."""
+    manager.asgi_app = LegacySessions(manager.asgi_app, extension, adopt_ids=adopt_ids)
+
+
+__all__ = ["SESSION_HEADER", "LegacySessions", "install"]
