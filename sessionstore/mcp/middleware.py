@@ -253,6 +253,7 @@ class _Route:
     tool_call_id: str
     keyed: bool  # the id came from the client: a retry carries it again
     claim: bool
+    harmless: bool  # read-only or idempotent by the server's own annotations
     checked: Session | None  # read in this request (legacy layer): live and active
 
 
@@ -500,8 +501,10 @@ class SessionStoreExtension(Extension):
                 if outcome.state is not State.CLAIMED:
                     return _answer_repeat(outcome)
                 resumed = _Round(session_id, route.tool_call_id, outcome.claim.token)
-            elif route.checked is None:
-                await self.session_for_request(session_id)  # refuse before the tool runs
+            elif route.checked is None and not route.harmless:
+                # Refuse before the tool runs. A harmless tool needs no such read: running it
+                # twice is fine, and the record's condition refuses a dead or foreign session.
+                await self.session_for_request(session_id)
         except (SessionStoreError, ToolCallIdReused) as exc:
             raise to_mcp_error(exc, session_id) from exc
         return await self._execute(route, params, arguments, resumed, ctx, call_next)
@@ -529,6 +532,7 @@ class SessionStoreExtension(Extension):
             tool_call_id=key if key is not None else self.store.store.ids.token(),
             keyed=key is not None,
             claim=key is not None and not harmless,
+            harmless=harmless,
             checked=legacy,
         )
 
