@@ -38,9 +38,9 @@ from sessionstore.mcp import (
     open_session,
     protocol,
 )
-from sessionstore.mcp.protocol import SessionHandle
 from sessionstore.mcp import claims as claims_module
 from sessionstore.mcp.__main__ import main as mcp_main
+from sessionstore.mcp.protocol import SessionHandle
 from sessionstore.retry import RetryPolicy
 from sessionstore.testing import Fault, FaultInjector, RequestLog
 from tests.test_policy import Calls, _actions, _policy
