@@ -16,11 +16,14 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import InputRequiredResult
 from mcp.shared.exceptions import MCPError
 
 import sessionstore as ss
 from sessionstore.local import LocalDynamoDB
-from sessionstore.mcp import RunningServer, create_app, create_server, protocol
+from sessionstore.mcp import RunningServer, create_app, create_server, current_session, protocol
+from sessionstore.mcp.protocol import IdempotencyKey, SessionHandle
 from sessionstore.retry import RetryPolicy
 from sessionstore.testing import RequestLog
 from sessionstore.testing.proxy import RoundRobinProxy
@@ -41,10 +44,20 @@ def _run(main: Callable[[], Awaitable[Any]]) -> Any:
 class Instances:
     """Server instances on one table, each its own boto3 client, store and ``MCPServer``."""
 
-    def __init__(self, engine: LocalDynamoDB, table: str, *, auth: bool = False) -> None:
+    def __init__(
+        self,
+        engine: LocalDynamoDB,
+        table: str,
+        *,
+        auth: bool = False,
+        adopt: bool = False,
+        tools: Callable[[MCPServer], None] | None = None,
+    ) -> None:
         self.engine = engine
         self.table = table
         self.auth = auth
+        self.adopt = adopt
+        self.tools = tools
         self.clock = ss.ManualClock("2026-01-01T12:00:00Z")
         self.ids = ss.CounterIds()
         self.stores: list[ss.SessionStore] = []
@@ -67,7 +80,10 @@ class Instances:
                 issuer_url="http://127.0.0.1/issuer",  # type: ignore[arg-type]
                 resource_server_url=None,
             )
-        return create_app(create_server(store, state_keys=KEYS, **kwargs))
+        server = create_server(store, state_keys=KEYS, **kwargs)
+        if self.tools is not None:
+            self.tools(server)
+        return create_app(server, adopt_session_ids=self.adopt)
 
     def running(self) -> RunningServer:
         return RunningServer(self.app())
@@ -296,3 +312,115 @@ def test_requests_per_call_for_each_way_in(engine: LocalDynamoDB, table: str) ->
     assert costs["handle note"] == {"GetItem": 1, "TransactWriteItems": 1, **append}
     assert costs["handle notes (read-only)"] == {"TransactWriteItems": 1, "Query": 1}
     assert costs["no session"] == {}
+
+
+def test_an_idempotency_key_argument_makes_a_retry_replay(
+    engine: LocalDynamoDB, table: str
+) -> None:
+    runs: list[str] = []
+
+    def tools(server: MCPServer) -> None:
+        @server.tool()
+        async def pay(
+            amount: int, session_id: SessionHandle = None, idempotency_key: IdempotencyKey = None
+        ) -> str:
+            """Not idempotent by itself: the key is what makes a retry safe."""
+            runs.append(current_session().tool_call_id)
+            return f"paid {amount}"
+
+    instances = Instances(engine, table, tools=tools)
+
+    async def main() -> None:
+        async with instances.running() as a, instances.running() as b:
+            async with Client(a.url) as first, Client(b.url) as second:
+                opened = await first.call_tool("open_session", {})
+                sid = opened.structured_content["session_id"]
+                call = {"amount": 5, "session_id": sid, "idempotency_key": "order-1"}
+                paid = await first.call_tool("pay", call)
+                again = await second.call_tool("pay", call)  # the retry, on another instance
+                assert paid.content[0].text == again.content[0].text == "paid 5"
+                assert (again.meta or {}).get(protocol.REPLAYED_KEY) is True
+                other = await second.call_tool("pay", {**call, "idempotency_key": "order-2"})
+                assert (other.meta or {}).get(protocol.REPLAYED_KEY) is None
+                with pytest.raises(MCPError) as reused:
+                    await first.call_tool("pay", {**call, "amount": 6})
+                assert reused.value.code == protocol.TOOL_CALL_ID_REUSED
+        history = instances.stores[0].load(sid).tool_calls
+        assert [r.tool_call_id for r in history] == ["order-1", "order-2"]
+
+    _run(main)
+    assert runs == ["order-1", "order-2"]
+
+
+def test_a_multi_round_trip_tool_runs_each_round_once_behind_its_claim(
+    engine: LocalDynamoDB, table: str
+) -> None:
+    rounds: list[str | None] = []
+
+    def tools(server: MCPServer) -> None:
+        @server.tool()
+        async def two_rounds(
+            ctx: Context, session_id: SessionHandle = None, idempotency_key: IdempotencyKey = None
+        ) -> str | InputRequiredResult:
+            """Answers input_required first; finishes when the state comes back."""
+            rounds.append(ctx.request_state)
+            if ctx.request_state is None:
+                return InputRequiredResult(request_state="round-1")
+            return f"finished after {ctx.request_state}"
+
+    instances = Instances(engine, table, tools=tools)
+
+    async def main() -> None:
+        async with instances.running() as a, instances.running() as b:
+            proxy = RoundRobinProxy([_base(a.url), _base(b.url)])
+            async with RunningServer(proxy) as lb, Client(lb.url) as client:
+                opened = await client.call_tool("open_session", {})
+                sid = opened.structured_content["session_id"]
+                call = {"session_id": sid, "idempotency_key": "mrtr-1"}
+                done = await client.call_tool("two_rounds", call)
+                assert done.content[0].text == "finished after round-1"
+                again = await client.call_tool("two_rounds", call)
+                assert again.content[0].text == "finished after round-1"
+                assert (again.meta or {}).get(protocol.REPLAYED_KEY) is True
+            await proxy.aclose()
+            assert len(set(proxy.counts)) == 2  # the rounds went to both instances
+        history = instances.stores[0].load(sid).tool_calls
+        assert [r.tool_call_id for r in history] == ["mrtr-1"]
+
+    _run(main)
+    assert rounds == [None, "round-1"]  # the tool saw its own state, not the claim around it
+
+
+def test_adopted_ids_405_on_get_and_delete_of_an_unknown_id(
+    engine: LocalDynamoDB, table: str
+) -> None:
+    instances = Instances(engine, table, adopt=True)
+
+    async def main() -> dict[str, httpx2.Response]:
+        async with instances.running() as a, httpx2.AsyncClient(timeout=10) as http:
+            answers = {
+                "adopted": await asyncio.to_thread(_post, a.url, "platform-minted-1"),
+                "again": await asyncio.to_thread(_post, a.url, "platform-minted-1"),
+                "get": await http.get(a.url, headers={"accept": "text/event-stream"}),
+                "delete": await http.delete(a.url, headers={"mcp-session-id": "platform-minted-1"}),
+                "after delete": await asyncio.to_thread(_post, a.url, "platform-minted-1"),
+            }
+        return answers
+
+    answers = _run(main)
+    assert answers["adopted"].status_code == answers["again"].status_code == 200
+    assert answers["get"].status_code == 405
+    assert answers["get"].headers["allow"] == "POST, DELETE"
+    assert answers["delete"].status_code == 200
+    assert answers["after delete"].status_code == 404  # closed: adoption never reopens
+    session = instances.stores[0].get_session("platform-minted-1")
+    assert session.status is ss.Status.CLOSED
+
+
+def test_a_short_request_state_key_is_one_clear_error() -> None:
+    with pytest.raises(ss.InvalidInput) as short:
+        create_server(None, state_keys=["0123456789"])
+    assert str(short.value) == (
+        "state_keys: key 1 has 10 bytes; each requestState key needs at least 32 (the MCP "
+        "SDK's rule)"
+    )
