@@ -17,8 +17,8 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import InputRequiredResult
 from mcp.shared.exceptions import MCPError
+from mcp_types import InputRequiredResult
 
 import sessionstore as ss
 from sessionstore.local import LocalDynamoDB
@@ -331,20 +331,24 @@ def test_an_idempotency_key_argument_makes_a_retry_replay(
     instances = Instances(engine, table, tools=tools)
 
     async def main() -> None:
-        async with instances.running() as a, instances.running() as b:
-            async with Client(a.url) as first, Client(b.url) as second:
-                opened = await first.call_tool("open_session", {})
-                sid = opened.structured_content["session_id"]
-                call = {"amount": 5, "session_id": sid, "idempotency_key": "order-1"}
-                paid = await first.call_tool("pay", call)
-                again = await second.call_tool("pay", call)  # the retry, on another instance
-                assert paid.content[0].text == again.content[0].text == "paid 5"
-                assert (again.meta or {}).get(protocol.REPLAYED_KEY) is True
-                other = await second.call_tool("pay", {**call, "idempotency_key": "order-2"})
-                assert (other.meta or {}).get(protocol.REPLAYED_KEY) is None
-                with pytest.raises(MCPError) as reused:
-                    await first.call_tool("pay", {**call, "amount": 6})
-                assert reused.value.code == protocol.TOOL_CALL_ID_REUSED
+        async with (
+            instances.running() as a,
+            instances.running() as b,
+            Client(a.url) as first,
+            Client(b.url) as second,
+        ):
+            opened = await first.call_tool("open_session", {})
+            sid = opened.structured_content["session_id"]
+            call = {"amount": 5, "session_id": sid, "idempotency_key": "order-1"}
+            paid = await first.call_tool("pay", call)
+            again = await second.call_tool("pay", call)  # the retry, on another instance
+            assert paid.content[0].text == again.content[0].text == "paid 5"
+            assert (again.meta or {}).get(protocol.REPLAYED_KEY) is True
+            other = await second.call_tool("pay", {**call, "idempotency_key": "order-2"})
+            assert (other.meta or {}).get(protocol.REPLAYED_KEY) is None
+            with pytest.raises(MCPError) as reused:
+                await first.call_tool("pay", {**call, "amount": 6})
+            assert reused.value.code == protocol.TOOL_CALL_ID_REUSED
         history = instances.stores[0].load(sid).tool_calls
         assert [r.tool_call_id for r in history] == ["order-1", "order-2"]
 
