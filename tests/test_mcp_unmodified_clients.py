@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -428,3 +429,31 @@ def test_a_short_request_state_key_is_one_clear_error() -> None:
         "state_keys: key 1 has 10 bytes; each requestState key needs at least 32 (the MCP "
         "SDK's rule)"
     )
+
+
+def test_readme_plain_client_snippet_runs_against_the_demo_server(
+    engine: LocalDynamoDB, table: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    marker = "<!-- mcp-plain-client-snippet -->"
+    block = readme.split(marker)[1].split("<!-- /mcp-plain-client-snippet -->")[0]
+    code = block.split("```python")[1].split("```")[0]
+    url = "http://127.0.0.1:8765/mcp"
+    assert "asyncio.run(main())" in code and url in code and "sessionstore" not in code
+    instances = Instances(engine, table)
+
+    async def main() -> None:
+        async with instances.running() as running:
+            namespace: dict[str, Any] = {}
+            exec(code.replace("asyncio.run(main())", "").replace(url, running.url), namespace)
+            await namespace["main"]()
+
+    _run(main)
+    assert capsys.readouterr().out.splitlines() == [
+        "{'result': 42}",
+        "{'position': 1, 'version': 3}",
+        "{'result': ['buy milk']}",
+        "{'position': 1, 'version': 3}",
+        "{'result': ['call mum']}",
+        "closed",
+    ]
