@@ -115,7 +115,7 @@ async def measure(calls: int, endpoint_url: str) -> dict[str, Any]:
             assert (result.meta or {}).get("io.sessionstore/replayed") is True
         repeat_requests = log.counts()
         log.detach()
-    history = store.load(session.session_id)[1]
+    history = store.load(session.session_id).tool_calls
     bare_calls = len(latency["bare"])
     return {
         "calls": calls,

@@ -179,6 +179,9 @@ class LegacySessions:
         try:
             session_id = validate_id(raw_id.decode("latin-1"), "Mcp-Session-Id")
             closed = await self.extension.end_session(session_id)
+        except Unavailable as exc:
+            await _status(send, 503, f"session store unavailable: {exc}")
+            return
         except SessionStoreError as exc:
             logger.info("DELETE refused with 404: %s", exc)
             await _status(send, 404, "Session not found")
