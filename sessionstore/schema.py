@@ -19,8 +19,11 @@ is the first one whose key is ``>= msg#<k>``, so reading from any position needs
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
+
+from botocore.exceptions import ClientError
 
 META_SK = "metadata"
 TOOL_PREFIX = "tool#"
@@ -61,9 +64,27 @@ def guard_sk(tool_call_id: str) -> str:
     return f"{GUARD_PREFIX}{tool_call_id}"
 
 
+#: The attribute DynamoDB's TTL deletes expired items by.
+TTL_ATTRIBUTE = "ttl"
+_POLL_S = 0.5
+#: What an UpdateTimeToLive refused because another caller's came first says.
+_TTL_RACE = re.compile(r"already enabled|modified|in progress", re.IGNORECASE)
+
+
 def create_table(client: Any, table_name: str, *, wait: bool = True, timeout_s: float = 60) -> bool:
     """Create the table if it is missing (PAY_PER_REQUEST, TTL on ``ttl``). Returns True if it
-    created it. Idempotent: an existing table, or one with TTL already on, is left as it is."""
+    created it. Idempotent: an existing table, or one with TTL already on, is left as it is.
+
+    Several instances may start at once on a new table: one creates it and returns True, the
+    others get ``ResourceInUseException`` and return False; with ``wait`` each waits (up to
+    ``timeout_s``) until the table is ACTIVE. TTL is requested unless it is ENABLING or ENABLED.
+    DynamoDB refuses an ``UpdateTimeToLive`` that another caller's has just beaten
+    (``ValidationException``: "TimeToLive is already enabled", or "Time to live has been modified
+    multiple times within a fixed interval" while that change is in progress); such a refusal is
+    success once ``DescribeTimeToLive`` shows TTL ENABLING or ENABLED on ``ttl`` (re-read until
+    ``timeout_s`` while it still says DISABLED), and is raised otherwise. Any other error is
+    raised. ``wait=False`` does not wait for ACTIVE before asking for TTL."""
+    deadline = time.monotonic() + timeout_s
     created = False
     try:
         client.create_table(
@@ -80,18 +101,61 @@ def create_table(client: Any, table_name: str, *, wait: bool = True, timeout_s: 
         )
         created = True
     except client.exceptions.ResourceInUseException:
-        pass
+        pass  # created by another caller, possibly still CREATING
     if wait:
-        deadline = time.monotonic() + timeout_s
-        while client.describe_table(TableName=table_name)["Table"]["TableStatus"] != "ACTIVE":
+        while _table_status(client, table_name) != "ACTIVE":
             if time.monotonic() > deadline:
                 raise TimeoutError(f"table {table_name} not ACTIVE after {timeout_s}s")
-            time.sleep(0.5)
-    ttl = client.describe_time_to_live(TableName=table_name)["TimeToLiveDescription"]
-    # Real DynamoDB refuses a second UpdateTimeToLive while one is in progress or done.
-    if ttl.get("TimeToLiveStatus") in (None, "DISABLED"):
-        client.update_time_to_live(
-            TableName=table_name,
-            TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl"},
-        )
+            time.sleep(_POLL_S)
+    if _ttl(client, table_name).get("TimeToLiveStatus") in (None, "DISABLED"):
+        try:
+            client.update_time_to_live(
+                TableName=table_name,
+                TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
+            )
+        except ClientError as exc:
+            if not _beaten_to_ttl(exc):
+                raise
+            _confirm_ttl_enabled(client, table_name, deadline, exc)
     return created
+
+
+def _table_status(client: Any, table_name: str) -> str | None:
+    try:
+        status: str = client.describe_table(TableName=table_name)["Table"]["TableStatus"]
+    except client.exceptions.ResourceNotFoundException:
+        # DescribeTable is eventually consistent: just after CreateTable it may not see the table.
+        return None
+    return status
+
+
+def _ttl(client: Any, table_name: str) -> dict[str, Any]:
+    description: dict[str, Any] = client.describe_time_to_live(TableName=table_name)[
+        "TimeToLiveDescription"
+    ]
+    return description
+
+
+def _beaten_to_ttl(exc: ClientError) -> bool:
+    error = exc.response.get("Error", {})
+    return error.get("Code") == "ValidationException" and bool(
+        _TTL_RACE.search(error.get("Message", ""))
+    )
+
+
+def _confirm_ttl_enabled(
+    client: Any, table_name: str, deadline: float, refusal: ClientError
+) -> None:
+    # The message alone does not say who changed TTL last (a refusal also follows a recent
+    # *disable*), so the table's own TTL status decides; DISABLED may be a stale read of the
+    # winner's change, so it is read again until the deadline.
+    while True:
+        ttl = _ttl(client, table_name)
+        status = ttl.get("TimeToLiveStatus")
+        if status in ("ENABLING", "ENABLED"):
+            if ttl.get("AttributeName", TTL_ATTRIBUTE) == TTL_ATTRIBUTE:
+                return
+            raise refusal
+        if status == "DISABLING" or time.monotonic() > deadline:
+            raise refusal
+        time.sleep(_POLL_S)
