@@ -457,3 +457,24 @@ def test_readme_plain_client_snippet_runs_against_the_demo_server(
         "{'result': ['call mum']}",
         "closed",
     ]
+
+
+def test_a_read_only_tool_on_a_dead_or_unknown_handle_gets_the_sessions_error(
+    engine: LocalDynamoDB, table: str
+) -> None:
+    instances = Instances(engine, table)
+
+    async def main() -> None:
+        async with instances.running() as a, Client(a.url) as client:
+            with pytest.raises(MCPError) as unknown:  # never seen here: checked before it runs
+                await client.call_tool("notes", {"session_id": "no-such-session"})
+            assert unknown.value.code == protocol.SESSION_NOT_FOUND
+            opened = await client.call_tool("open_session", {})
+            handle = {"session_id": opened.structured_content["session_id"]}
+            await client.call_tool("close_session", handle)
+            with pytest.raises(MCPError) as closed:  # refused by the record's condition
+                await client.call_tool("notes", handle)
+            assert closed.value.code == protocol.SESSION_NOT_ACTIVE
+            assert "executed" not in (closed.value.data or {})
+
+    _run(main)

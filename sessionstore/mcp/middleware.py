@@ -31,6 +31,7 @@ served behind this interceptor yet.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 from collections import OrderedDict
@@ -344,10 +345,14 @@ class SessionStoreExtension(Extension):
 
     def tools(self) -> Sequence[ToolBinding]:
         bindings = []
-        if self.open_tool:
-            bindings.append(ToolBinding(self._open_tool_fn(), kwargs={"name": self.open_tool}))
-        if self.close_tool:
-            bindings.append(ToolBinding(self._close_tool_fn(), kwargs={"name": self.close_tool}))
+        for name, fn in (
+            (self.open_tool, self._open_tool_fn()),
+            (self.close_tool, self._close_tool_fn()),
+        ):
+            if name:
+                # The SDK would send the docstring's indentation along.
+                described = {"name": name, "description": inspect.cleandoc(fn.__doc__ or "")}
+                bindings.append(ToolBinding(fn, kwargs=described))
         return bindings
 
     # ------------------------------------------------------------------ one session model
@@ -390,9 +395,11 @@ class SessionStoreExtension(Extension):
 
     async def session_for_request(self, session_id: str) -> Session:
         """The live, active session of the current principal (one consistent read)."""
-        session = await self.store.get_session(session_id, owner=principal_owner())
+        owner = principal_owner()
+        session = await self.store.get_session(session_id, owner=owner)
         if session.status is not Status.ACTIVE:
             raise SessionNotActive(session_id, session.status)
+        self._remember(session_id, owner, session.ttl)
         return session
 
     async def end_session(self, session_id: str, *, quiet: bool = False) -> Session:
@@ -501,9 +508,10 @@ class SessionStoreExtension(Extension):
                 if outcome.state is not State.CLAIMED:
                     return _answer_repeat(outcome)
                 resumed = _Round(session_id, route.tool_call_id, outcome.claim.token)
-            elif route.checked is None and not route.harmless:
-                # Refuse before the tool runs. A harmless tool needs no such read: running it
-                # twice is fine, and the record's condition refuses a dead or foreign session.
+            elif route.checked is None and not (route.harmless and self._known(session_id, owner)):
+                # Refuse before the tool runs. A harmless tool in a session this instance has
+                # seen skips the read: running it is fine, and the record's condition still
+                # refuses a session closed since.
                 await self.session_for_request(session_id)
         except (SessionStoreError, ToolCallIdReused) as exc:
             raise to_mcp_error(exc, session_id) from exc
@@ -576,7 +584,7 @@ class SessionStoreExtension(Extension):
         except MCPError as exc:
             # The tool refused with a protocol error: that is its outcome, recorded as such.
             output: JSON = {"mcpError": exc.error.model_dump(mode="json", exclude_none=True)}
-            await self._record(view, arguments, output, started)
+            await self._record(view, arguments, output, started, route.harmless)
             raise
         finally:
             _CURRENT.reset(token)
@@ -587,7 +595,7 @@ class SessionStoreExtension(Extension):
             output = {"callToolResult": _dump(result)}
         else:
             output = {"unrecordable": type(result).__name__}
-        await self._record(view, arguments, output, started)
+        await self._record(view, arguments, output, started, route.harmless)
         return result
 
     async def _serve_close(
@@ -654,7 +662,12 @@ class SessionStoreExtension(Extension):
         )
 
     async def _record(
-        self, view: ToolSession, arguments: dict[str, Any], output: JSON, started: int
+        self,
+        view: ToolSession,
+        arguments: dict[str, Any],
+        output: JSON,
+        started: int,
+        harmless: bool,
     ) -> None:
         duration = max(0, self.store.clock.now_ms() - started)
         try:
@@ -682,6 +695,8 @@ class SessionStoreExtension(Extension):
                 )
         except SessionStoreError as exc:
             error = to_mcp_error(exc, view.session_id)
+            if harmless:  # it ran, but running it changed nothing: the refusal is the answer
+                raise error from exc
             raise MCPError(
                 error.code,
                 f"the tool ran but its result could not be recorded: {error.message}",
@@ -697,6 +712,10 @@ class SessionStoreExtension(Extension):
             ttl = session.ttl
             self._remember(session_id, owner, ttl)
         return ttl
+
+    def _known(self, session_id: str, owner: str | None) -> bool:
+        ttl = self._ttls.get((session_id, owner))
+        return ttl is not None and ttl > self.store.clock.now_ms() // 1000
 
     def _remember(self, session_id: str, owner: str | None, ttl: int) -> None:
         self._ttls[(session_id, owner)] = ttl

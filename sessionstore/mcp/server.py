@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import importlib.metadata
 import logging
 import operator
 import os
@@ -112,6 +113,7 @@ def create_server(
         )
     server: MCPServer = MCPServer(
         name,
+        version=_version(),
         instructions=_instructions(extension),
         extensions=[extension] if extension is not None else [],
         request_state_security=request_state_security(state_keys),
@@ -124,6 +126,14 @@ def create_server(
     if demo_tools:
         add_demo_tools(server, sessions=extension is not None)
     return server
+
+
+def _version() -> str:
+    # serverInfo.version: what a client shows and an operator greps for.
+    try:
+        return importlib.metadata.version("sessionstore")
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
 
 
 def _instructions(extension: SessionStoreExtension | None) -> str | None:
