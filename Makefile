@@ -45,6 +45,12 @@ conformance: $(STAMP)
 	PY=$(PY) NODE_DIR=$(NODE_DIR) CONFORMANCE_VERSION=$(CONFORMANCE_VERSION) \
 		NODE_BIN_VERSION=$(NODE_BIN_VERSION) bash scripts/conformance.sh
 
+# Clients we did not write against the demo server: the TypeScript SDK and the Inspector CLI
+# (both eras), pinned, from npm into $(NODE_DIR); not part of `make test`.
+.PHONY: clients
+clients: $(STAMP)
+	PY=$(PY) NODE_DIR=$(NODE_DIR) NODE_BIN_VERSION=$(NODE_BIN_VERSION) bash scripts/clients/run.sh
+
 lint: $(STAMP)
 	$(PY) -m ruff check sessionstore tests benchmarks
 	$(PY) -m ruff format --check sessionstore tests benchmarks

