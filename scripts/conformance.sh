@@ -35,17 +35,8 @@ BASELINE_SCENARIOS=(
 
 # ------------------------------------------------------------------------------ node and suite
 
-# "22.23.5" >= "22.19"? Numeric major.minor comparison, no sort -V needed.
-version_at_least() {
-  local have_major have_minor want_major want_minor
-  IFS=. read -r have_major have_minor _ <<<"$1"
-  IFS=. read -r want_major want_minor _ <<<"$2"
-  ((have_major > want_major || (have_major == want_major && have_minor >= want_minor)))
-}
-
-installed_version() {  # the version in a package.json, or nothing
-  [[ -f $1 ]] && sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$1" | head -n 1
-}
+# shellcheck source=scripts/lib/node.sh
+source "$(dirname "$0")/lib/node.sh"
 
 npm_install() {
   command -v npm >/dev/null || die "npm not found: install Node.js (npm) first"

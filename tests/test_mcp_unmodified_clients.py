@@ -478,3 +478,40 @@ def test_a_read_only_tool_on_a_dead_or_unknown_handle_gets_the_sessions_error(
             assert "executed" not in (closed.value.data or {})
 
     _run(main)
+
+
+def test_a_client_with_capabilities_too_large_to_keep_still_gets_a_session(
+    engine: LocalDynamoDB, table: str
+) -> None:
+    instances = Instances(engine, table)
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": LEGACY,
+            "capabilities": {"experimental": {"big": {"blob": "x" * 5000}}},
+            "clientInfo": {"name": "big-client", "version": "1"},
+        },
+    }
+
+    async def main() -> str:
+        async with instances.running() as a, httpx2.AsyncClient(timeout=10) as http:
+            response = await http.post(
+                a.url,
+                content=json.dumps(initialize),
+                headers={
+                    "accept": "application/json, text/event-stream",
+                    "content-type": "application/json",
+                },
+            )
+            assert response.status_code == 200
+            return response.headers["mcp-session-id"]
+
+    session_id = _run(main)
+    session = instances.stores[0].get_session(session_id)
+    assert session.status is ss.Status.ACTIVE
+    assert dict(session.attributes) == {
+        "protocolVersion": LEGACY,
+        "clientInfo": {"name": "big-client", "version": "1"},
+    }

@@ -34,16 +34,8 @@ die() { say "error: $*"; exit 2; }
 
 # ------------------------------------------------------------------------------ node and packages
 
-version_at_least() {  # "22.23.5" >= "22.19"?
-  local have_major have_minor want_major want_minor
-  IFS=. read -r have_major have_minor _ <<<"$1"
-  IFS=. read -r want_major want_minor _ <<<"$2"
-  ((have_major > want_major || (have_major == want_major && have_minor >= want_minor)))
-}
-
-installed_version() {  # the version in a package.json, or nothing
-  [[ -f $1 ]] && sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$1" | head -n 1
-}
+# shellcheck source=scripts/lib/node.sh
+source scripts/lib/node.sh
 
 command -v node >/dev/null || die "node not found: install Node.js (with npm) first"
 system_node=$(command -v node)

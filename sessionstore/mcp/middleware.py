@@ -371,24 +371,22 @@ class SessionStoreExtension(Extension):
             raise InvalidInput(f"ttlSeconds must be in 1..{self.max_ttl_seconds}")
         owner = principal_owner()
         kept = {k: v for k, v in (attributes or {}).items() if v is not None}
-        try:
-            created = await self.store.run(
+
+        async def create() -> Session:
+            return await self.store.run(
                 self.store.store.create_session,
                 session_id,
                 owner=owner,
                 ttl_seconds=ttl_seconds,
                 attributes=kept,
             )
+
+        try:
+            created = await create()
         except ItemTooLarge:
             # A client's capabilities can be large; its name and version always fit.
             kept.pop("clientCapabilities", None)
-            created = await self.store.run(
-                self.store.store.create_session,
-                session_id,
-                owner=owner,
-                ttl_seconds=ttl_seconds,
-                attributes=kept,
-            )
+            created = await create()
         session = await self.store.activate(created.session_id, owner=owner)
         self._remember(session.session_id, owner, session.ttl)
         return session
