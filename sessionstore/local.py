@@ -8,14 +8,13 @@ request on an item is atomic, so we give moto that promise with one process-wide
     with LocalDynamoDB() as engine:
         client = sessionstore.connect(engine.endpoint_url)
 
-``python -m sessionstore.local [--port N]`` runs one for several processes or notebooks.
+``python -m sessionstore engine [--port N]`` runs one for several processes or notebooks
+(``python -m sessionstore.local`` still does, deprecated).
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
-import signal
 import sys
 import threading
 from types import TracebackType
@@ -104,26 +103,16 @@ class LocalDynamoDB:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m sessionstore.local",
-        description="Run the embedded, serialized DynamoDB (moto) on 127.0.0.1.",
+    """Deprecated: ``python -m sessionstore engine`` (``sessionstore.cli``), which this runs."""
+    from .cli import main as cli_main
+
+    print(
+        "sessionstore: note: `python -m sessionstore.local` is deprecated; "
+        "use `python -m sessionstore engine`",
+        file=sys.stderr,
+        flush=True,
     )
-    parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
-    parser.add_argument(
-        "--stock-moto",
-        action="store_true",
-        help="do NOT serialize requests (only to demonstrate the lost updates of stock moto)",
-    )
-    args = parser.parse_args(argv)
-    engine = LocalDynamoDB(args.port, serialized=not args.stock_moto).start()
-    # The first line is machine-readable, so a parent process can wait for it.
-    print(f"SESSIONSTORE_ENDPOINT_URL={engine.endpoint_url}", flush=True)
-    stopped = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stopped.set())
-    stopped.wait()
-    engine.stop()
-    return 0
+    return cli_main(["engine", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":
