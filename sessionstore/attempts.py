@@ -21,9 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, NoReturn, Protocol, TypeVar
 
+from . import telemetry
 from .clock import Clock
 from .errors import DynamoDBError, SessionStoreError, Unavailable
 from .retry import RetryPolicy
+from .telemetry import Tally
 from .wire import Cancelled, ConditionFailed, Contended, Refused
 
 R = TypeVar("R")
@@ -153,6 +155,33 @@ def drive(
 ) -> R:
     """Run ``plan`` to its ending (see the module docstring). ``what`` names the write in
     error messages; a callable is asked only when an attempt has failed."""
+    tally = telemetry.current()
+    if tally is None:  # telemetry off: nothing to count
+        return _drive(plan, send, clock, retry, what, None)
+    # The responses lost on the way (counted by the request hooks) are settled by any ending
+    # but "an attempt may have landed".
+    lost = tally.lost_responses
+    try:
+        result = _drive(plan, send, clock, retry, what, tally)
+    except Unavailable as exc:
+        if not exc.maybe_applied:
+            tally.settled_since(lost)
+        raise
+    except Exception:
+        tally.settled_since(lost)
+        raise
+    tally.settled_since(lost)
+    return result
+
+
+def _drive(
+    plan: Plan[R],
+    send: Callable[[str, dict[str, Any]], Any],
+    clock: Clock,
+    retry: RetryPolicy,
+    what: str | Callable[[], str],
+    tally: Tally | None,
+) -> R:
     # Most writes succeed at their first attempt: the bookkeeping of failures (``Driver``) is
     # made only once one has happened, since an attempt that succeeds needs none of it.
     driver: Driver[R] | None = None
@@ -174,7 +203,17 @@ def drive(
         verdict = driver.outcome(None, failure, now_ms)
         if not isinstance(verdict, Retry):
             return verdict
+        if tally is not None and _conflict(failure):
+            tally.conflicts += 1
         if attempt + 1 < retry.max_attempts:
             retry.backoff(attempt)
     assert driver is not None  # every attempt failed
     raise driver.ending(retry.max_attempts) from driver.cause
+
+
+def _conflict(failure: Refused | Unavailable) -> bool:
+    """A retried attempt was refused by a concurrent writer (a version or a transaction
+    conflict); a throttled cancellation is a throttle, counted where it was seen."""
+    if isinstance(failure, Contended):
+        return "TransactionConflict" in failure.code
+    return isinstance(failure, ConditionFailed | Cancelled)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
-from . import codec, schema, sizing
+from . import codec, schema, sizing, telemetry
 from .attempts import Plan, drive
 from .clock import Clock, SystemClock, format_timestamp
 from .codec import JSON
@@ -228,6 +228,7 @@ class SessionStore:
 
     # ------------------------------------------------------------------ sessions
 
+    @telemetry.traced("create_session")
     def create_session(
         self,
         session_id: str | None = None,
@@ -299,6 +300,7 @@ class SessionStore:
         self._remember(session)
         return session
 
+    @telemetry.traced("get_session")
     def get_session(self, session_id: str, *, owner: str | None = None) -> Session:
         """Strongly consistent read of the metadata item."""
         validate_id(session_id, "session_id")
@@ -323,6 +325,7 @@ class SessionStore:
 
     # ------------------------------------------------------------------ lifecycle
 
+    @telemetry.traced("transition")
     def transition(self, session_id: str, to: Status, *, owner: str | None = None) -> Session:
         """Move the session to ``to`` if the lifecycle table allows it, in one request.
 
@@ -336,15 +339,19 @@ class SessionStore:
         plan = Transition(self.table_name, session_id, to, owner, self._token(), self._remember)
         return self._drive(plan, lambda: f"transition of session {session_id!r} to {to.value}")
 
+    @telemetry.traced("activate")
     def activate(self, session_id: str, *, owner: str | None = None) -> Session:
         return self.transition(session_id, Status.ACTIVE, owner=owner)
 
+    @telemetry.traced("begin_close")
     def begin_close(self, session_id: str, *, owner: str | None = None) -> Session:
         return self.transition(session_id, Status.CLOSING, owner=owner)
 
+    @telemetry.traced("close")
     def close(self, session_id: str, *, owner: str | None = None) -> Session:
         return self.transition(session_id, Status.CLOSED, owner=owner)
 
+    @telemetry.traced("update_status")
     def update_status(
         self, session_id: str, status: Status, *, owner: str | None = None
     ) -> Session:
@@ -363,6 +370,7 @@ class SessionStore:
 
     # ------------------------------------------------------------------ attributes
 
+    @telemetry.traced("update_attributes")
     def update_attributes(
         self,
         session_id: str,
@@ -408,6 +416,7 @@ class SessionStore:
 
     # ------------------------------------------------------------------ context
 
+    @telemetry.traced("append_context")
     def append_context(
         self,
         session_id: str,
@@ -495,6 +504,7 @@ class SessionStore:
 
     # ------------------------------------------------------------------ tool calls
 
+    @telemetry.traced("record_tool_call")
     def record_tool_call(
         self,
         session_id: str,
@@ -611,6 +621,7 @@ class SessionStore:
             raise RecordMissing(session_id, tool_call_id)
         return ToolCallRecord.from_item(item)
 
+    @telemetry.traced("tool_calls")
     def tool_calls(self, session_id: str, *, owner: str | None = None) -> Iterator[ToolCallRecord]:
         """The session's tool-call history in order of first recording, page by page.
 
@@ -632,6 +643,7 @@ class SessionStore:
 
         return records()
 
+    @telemetry.traced("context")
     def context(
         self, session_id: str, *, owner: str | None = None, after: int | None = None
     ) -> ContextReader:
@@ -658,6 +670,7 @@ class SessionStore:
         recent = recent_reservations(head, now_s)
         return ContextReader(read_context(session, items, after, now_s, recent), after)
 
+    @telemetry.traced("load")
     def load(self, session_id: str, *, owner: str | None = None) -> Loaded:
         """Metadata, context and live tool-call history from one Query (``metadata`` to the last
         ``tool#`` key, following ``LastEvaluatedKey``): ``Loaded(session, context, tool_calls)``."""
@@ -701,7 +714,9 @@ class SessionStore:
             "ConsistentRead": True,
         }
         while True:
-            response = self._call("query", request)
+            # A page read lazily, after the operation returned, is measured on its own.
+            with telemetry.operation("read_page", session_id, client=self.client):
+                response = self._call("query", request)
             for item in response.get("Items", []):
                 yield to_python(item) or {}
             if "LastEvaluatedKey" not in response:

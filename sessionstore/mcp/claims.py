@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from .. import codec, schema
+from .. import codec, schema, telemetry
 from ..attempts import RETRY, Retry, drive
 from ..clock import format_timestamp
 from ..codec import JSON
@@ -113,6 +113,9 @@ class ToolCallIdReused(Exception):
             f"with tool {claim.tool_name!r} and other arguments"
         )
         self.claim = claim
+
+
+telemetry.count_as_answer(ToolCallIdReused)  # the answer to "may I run it?", not a failure
 
 
 # ---------------------------------------------------------------------------- request builders
@@ -280,6 +283,7 @@ class ClaimToolCall:
         )
 
 
+@telemetry.traced("claim_tool_call")
 def claim(
     store: SessionStore,
     session_id: str,

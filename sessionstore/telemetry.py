@@ -1,0 +1,546 @@
+"""OpenTelemetry: a span per store operation, and counters of what it cost on the wire.
+
+Through ``opentelemetry-api`` (the MCP SDK brings it; without it this module does nothing).
+Spans and measurements go to the global providers -- whatever the application configured with
+the OpenTelemetry SDK -- or to the ones given to ``configure``.
+
+Each public operation of ``SessionStore`` (and ``claims.claim``) is one span
+``sessionstore.<operation>`` (kind INTERNAL, a child of the current span: the SDK's
+``tools/call`` span in a server, since ``AsyncSessionStore`` runs the store on worker threads
+with the caller's context). An operation called by another one (``activate`` ->
+``transition``, a cold ``record_tool_call`` -> ``get_session``) is folded into the outer span.
+Pages that ``context()`` / ``tool_calls()`` read lazily, after the call returned, are spans
+``sessionstore.read_page`` of their own.
+
+Span attributes (all set at the end, zeros included):
+
+=====================================  ======================================================
+``db.system.name``                     ``aws.dynamodb``
+``db.operation.name``                  the store operation (``record_tool_call``)
+``db.collection.name``                 the table, once a request was sent
+``sessionstore.session_id``            the session (the caller's own id; never the owner)
+``sessionstore.tool_call_id``          for ``record_tool_call`` / ``claim_tool_call``
+``sessionstore.requests``              API requests sent (``PutItem`` ...)
+``sessionstore.dynamodb_operations``   their names, in order
+``sessionstore.attempts``              HTTP attempts, botocore's own retries included
+``sessionstore.conflicts``             attempts refused by a concurrent writer and retried
+``sessionstore.lost_responses``        write attempts whose answer was lost (timeout, 5xx)
+``sessionstore.lost_responses_settled``  of those, the ones whose write ended known: applied
+                                       once, or provably not (``Unavailable(maybe_applied=
+                                       True)`` settles none)
+``sessionstore.throttles``             throttled attempts (``ThrottlingException``,
+                                       ``ProvisionedThroughputExceeded``, throttled
+                                       cancellations), those botocore retried included
+``sessionstore.write_units``           computed write units (``sizing``), see below
+``sessionstore.read_units``            computed read units
+``sessionstore.outcome``               ``ok``, or what the operation answered (below)
+``sessionstore.maybe_applied``         on ``unavailable``: whether a write may have landed
+``error.type``                         on errors: the exception's class
+=====================================  ======================================================
+
+Outcomes. A refusal that *is* the operation's answer -- ``SessionNotFound``,
+``SessionExpired``, ``SessionNotActive``, ``InvalidTransition``, ``SessionAlreadyExists``,
+``VersionConflict`` (a stale ``expected_version``), ``ToolCallConflict``, ``ContextFull``,
+``ItemTooLarge``, ``InvalidInput``, ``ToolCallIdReused`` -- sets ``sessionstore.outcome`` (the
+class in snake case: ``session_not_found``) and leaves the span's status unset: the store did
+its job, and a dashboard of errors should not light up because a client asked for an expired
+session. The store failing to do its job -- ``Unavailable``, ``ConflictRetriesExhausted``,
+``TableNotFound``, ``DynamoDBError``, ``RecordMissing``, or any other exception -- sets status
+ERROR and ``error.type`` (outcome: its snake-case name, ``error`` for a non-store exception).
+Exception messages are never recorded: some carry items as DynamoDB returned them (a
+cancellation's reasons), which may be another principal's.
+
+Counters (each with ``db.system.name``, ``db.operation.name`` and ``sessionstore.outcome``;
+never a session id): ``sessionstore.operations`` and one per count above --
+``sessionstore.requests``, ``.attempts``, ``.conflicts``, ``.lost_responses``,
+``.lost_responses_settled``, ``.throttles``, ``.write_units`` ({WCU}), ``.read_units`` ({RCU}).
+
+Units are computed per HTTP attempt from what was sent and what came back, by DynamoDB's
+rules (``sizing``): a write is billed on the larger of the item it sends and the item returned
+(ALL_OLD on a refusal), 1 unit per started KB; in a transaction 2 per KB and item, a
+``ConditionCheck`` billed as a write; a refused conditional write (or a transaction cancelled by
+a condition) is billed; a write whose answer was lost is billed as if it landed; throttled,
+contended and never-sent attempts are not. Reads: 1 per started 4 KB (half if eventually
+consistent), a Query on the sum of what it returned. Approximations: an item DynamoDB does not
+return is sized from the request alone -- an ``UpdateItem`` that succeeded is billed on the
+item after it (``ALL_NEW``: the metadata item changes by a few bytes per write, so only a KB
+boundary crossed by a shrinking write is missed), and a ``ConditionCheck`` (or a transactional
+update) that passed is billed as a 1 KB item (2 units; the metadata item is a few hundred bytes
+unless its attributes are large, and at most ``METADATA_OVERHEAD`` ~ 7.6 KB); a lost
+``UpdateItem`` (nothing came back) counts 1 unit. A lost read is not billed. Only the
+operations the store sends are sized.
+
+Cost when nothing is configured: each operation makes one check (are providers set?) -- about
+0.25 us -- and nothing else: the request hooks are installed on a client by the first operation
+measured on it, so they never run in a process with telemetry off.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from contextvars import ContextVar
+from importlib import metadata as _metadata
+from types import TracebackType
+from typing import Any, ParamSpec, TypeVar
+from weakref import WeakSet
+
+from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError, ProxyConnectionError
+
+from . import sizing
+from .errors import (
+    ConflictRetriesExhausted,
+    DynamoDBError,
+    RecordMissing,
+    SessionStoreError,
+    TableNotFound,
+    Unavailable,
+)
+
+try:
+    from opentelemetry import context as _otel_context
+    from opentelemetry import metrics as _metrics
+    from opentelemetry import trace as _trace
+    from opentelemetry.metrics import Counter, MeterProvider
+    from opentelemetry.trace import Span, SpanKind, StatusCode, Tracer, TracerProvider
+
+    _OTEL = True
+except ImportError:  # pragma: no cover - the core install has no opentelemetry-api
+    _OTEL = False
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+SYSTEM = "aws.dynamodb"
+PREFIX = "sessionstore."
+#: The counts of one operation; each is a span attribute and a counter ``sessionstore.<name>``.
+COUNTS = (
+    "requests",
+    "attempts",
+    "conflicts",
+    "lost_responses",
+    "lost_responses_settled",
+    "throttles",
+    "write_units",
+    "read_units",
+)
+_UNITS = {
+    "operations": "{operation}",
+    "requests": "{request}",
+    "attempts": "{attempt}",
+    "conflicts": "{conflict}",
+    "lost_responses": "{response}",
+    "lost_responses_settled": "{response}",
+    "throttles": "{throttle}",
+    "write_units": "{WCU}",
+    "read_units": "{RCU}",
+}
+_READS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"})
+_THROTTLES = frozenset(
+    {"ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded"}
+)
+_THROTTLE_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded"})
+_NEVER_SENT = (EndpointConnectionError, ConnectTimeoutError, ProxyConnectionError)
+#: Store errors that mean the store could not do its job (status ERROR); the others answer.
+_FAILURES: tuple[type[BaseException], ...] = (
+    Unavailable,
+    ConflictRetriesExhausted,
+    TableNotFound,
+    DynamoDBError,
+    RecordMissing,
+)
+_answers: tuple[type[BaseException], ...] = (SessionStoreError,)
+_PARAMS_KEY = "sessionstore.telemetry.params"
+
+
+class Tally:
+    """What one operation sent and what it cost; the request hooks and the driver add to it."""
+
+    __slots__ = (*COUNTS, "operations", "table")
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.attempts = 0
+        self.conflicts = 0
+        self.lost_responses = 0
+        self.lost_responses_settled = 0
+        self.throttles = 0
+        self.write_units = 0
+        self.read_units = 0.0
+        self.operations: list[str] = []
+        self.table: str | None = None
+
+    def settled_since(self, lost_before: int) -> None:
+        """A write ended with a known outcome: the responses it lost are settled."""
+        self.lost_responses_settled += self.lost_responses - lost_before
+
+
+_TALLY: ContextVar[Tally | None] = ContextVar("sessionstore_telemetry", default=None)
+
+
+def current() -> Tally | None:
+    """The tally of the operation running in this context (None: telemetry off, or outside)."""
+    return _TALLY.get()
+
+
+# ---------------------------------------------------------------------------- providers
+
+
+def _version() -> str:
+    try:
+        return _metadata.version("sessionstore")
+    except _metadata.PackageNotFoundError:  # pragma: no cover - a source tree not installed
+        return "0+unknown"
+
+
+class _Signals:
+    """Where spans and measurements go. With the global providers, the API's proxies (which
+    follow a provider set later); ``pinned``: the providers given to ``configure``."""
+
+    def __init__(self, tracer_provider: Any = None, meter_provider: Any = None) -> None:
+        self.pinned = tracer_provider is not None or meter_provider is not None
+        version = _version()
+        self.tracer: Tracer = _trace.get_tracer(
+            "sessionstore", version, tracer_provider=tracer_provider
+        )
+        meter = _metrics.get_meter("sessionstore", version, meter_provider=meter_provider)
+        self.counters: dict[str, Counter] = {
+            name: meter.create_counter(
+                PREFIX + name,
+                unit=_UNITS[name],
+                description=f"sessionstore: {name.replace('_', ' ')} of store operations",
+            )
+            for name in ("operations", *COUNTS)
+        }
+
+
+class _Unknown:
+    """Stands for an API module whose provider global is not where expected: "set", so every
+    operation goes through the API's proxies (no-ops when nothing is configured, only slower)."""
+
+    _TRACER_PROVIDER = _METER_PROVIDER = True
+
+
+_trace_globals: Any = _Unknown
+_metrics_globals: Any = _Unknown
+if _OTEL:
+    _signals: _Signals | None = _Signals()
+    # The API keeps each global provider in a module global, set once. The public
+    # ``get_tracer_provider()`` costs an environment lookup (~1 us) exactly when nothing is
+    # configured, so the check reads those globals.
+    if hasattr(_trace, "_TRACER_PROVIDER"):
+        _trace_globals = _trace
+    try:
+        from opentelemetry.metrics import _internal as _metrics_internal
+
+        if hasattr(_metrics_internal, "_METER_PROVIDER"):
+            _metrics_globals = _metrics_internal
+    except ImportError:  # pragma: no cover - another layout of the API
+        pass
+else:  # pragma: no cover
+    _signals = None
+
+
+def configure(
+    *, tracer_provider: TracerProvider | None = None, meter_provider: MeterProvider | None = None
+) -> None:
+    """Send spans and measurements to these providers rather than the global ones (tests; an
+    application that keeps its providers out of the globals). ``configure()``: back to the
+    global providers."""
+    global _signals
+    if not _OTEL:  # pragma: no cover
+        raise RuntimeError("sessionstore.telemetry needs opentelemetry-api")
+    _signals = _Signals(tracer_provider, meter_provider)
+
+
+def enabled() -> bool:
+    """The one check an operation makes: providers given to ``configure``, or a global tracer
+    or meter provider set?"""
+    signals = _signals
+    return signals is not None and (
+        signals.pinned
+        or _trace_globals._TRACER_PROVIDER is not None
+        or _metrics_globals._METER_PROVIDER is not None
+    )
+
+
+# ---------------------------------------------------------------------------- operations
+
+
+_NOOP: AbstractContextManager[None] = nullcontext()
+
+
+class _Operation:
+    """One operation's span and tally, current in this context while it runs."""
+
+    __slots__ = ("_context_token", "_name", "_span", "_tally_token", "tally")
+
+    def __init__(
+        self, name: str, session_id: str | None, tool_call_id: str | None, client: Any
+    ) -> None:
+        assert _signals is not None
+        if client is not None and client not in _INSTRUMENTED:
+            install_hooks(client)
+        attributes: dict[str, Any] = {"db.system.name": SYSTEM, "db.operation.name": name}
+        if session_id is not None:
+            attributes[PREFIX + "session_id"] = session_id
+        if tool_call_id is not None:
+            attributes[PREFIX + "tool_call_id"] = tool_call_id
+        self._name = name
+        self._span: Span = _signals.tracer.start_span(
+            PREFIX + name, kind=SpanKind.INTERNAL, attributes=attributes
+        )
+        self.tally = Tally()
+
+    def __enter__(self) -> _Operation:
+        self._context_token = _otel_context.attach(_trace.set_span_in_context(self._span))
+        self._tally_token = _TALLY.set(self.tally)
+        return self
+
+    def session(self, session_id: str) -> None:
+        """The session id, learnt from the result (``create_session`` without one)."""
+        self._span.set_attribute(PREFIX + "session_id", session_id)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        _TALLY.reset(self._tally_token)
+        _otel_context.detach(self._context_token)
+        tally = self.tally
+        span = self._span
+        outcome, failed = _outcome(exc)
+        if span.is_recording():
+            attributes: dict[str, Any] = {PREFIX + name: getattr(tally, name) for name in COUNTS}
+            attributes[PREFIX + "outcome"] = outcome
+            attributes[PREFIX + "dynamodb_operations"] = tally.operations
+            if tally.table is not None:
+                attributes["db.collection.name"] = tally.table
+            if isinstance(exc, Unavailable):
+                attributes[PREFIX + "maybe_applied"] = exc.maybe_applied
+            if failed:
+                assert exc is not None
+                attributes["error.type"] = type(exc).__qualname__
+                span.set_status(StatusCode.ERROR, type(exc).__qualname__)
+            span.set_attributes(attributes)
+        span.end()
+        assert _signals is not None
+        counters = _signals.counters
+        labels = {"db.system.name": SYSTEM, "db.operation.name": self._name}
+        labels[PREFIX + "outcome"] = outcome
+        counters["operations"].add(1, labels)
+        for name in COUNTS:
+            value = getattr(tally, name)
+            if value:
+                counters[name].add(value, labels)
+
+
+def operation(
+    name: str,
+    session_id: str | None = None,
+    tool_call_id: str | None = None,
+    *,
+    client: Any = None,
+) -> AbstractContextManager[Any]:
+    """``with operation("read_page", session_id, client=client):`` -- a span and a tally for
+    the requests ``client`` sends inside; nothing (a shared no-op) when telemetry is off or
+    another operation is already current."""
+    if _TALLY.get() is not None or not enabled():
+        return _NOOP
+    return _Operation(name, session_id, tool_call_id, client)
+
+
+def traced(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Make every call of the decorated function an operation ``name``; its ``session_id`` and
+    ``tool_call_id`` parameters (by name, positional or keyword) become span attributes. The
+    requests measured are those of the first argument's ``client`` (``self``, or the store)."""
+
+    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+        parameters = list(inspect.signature(fn).parameters)
+        keys = ("session_id", "tool_call_id")
+        positions: dict[str, int] = {k: parameters.index(k) for k in keys if k in parameters}
+
+        def argument(key: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            position = positions.get(key)
+            if position is None:
+                return None
+            value = args[position] if position < len(args) else kwargs.get(key)
+            return value if isinstance(value, str) else None
+
+        @functools.wraps(fn)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            if _TALLY.get() is not None or not enabled():
+                return fn(*args, **kwargs)
+            session_id = argument("session_id", args, kwargs)
+            tool_call_id = argument("tool_call_id", args, kwargs)
+            client = getattr(args[0], "client", None) if args else None
+            with _Operation(name, session_id, tool_call_id, client) as op:
+                result = fn(*args, **kwargs)
+                if session_id is None and isinstance(getattr(result, "session_id", None), str):
+                    op.session(result.session_id)  # type: ignore[attr-defined]
+            return result
+
+        return wrapper
+
+    return decorate
+
+
+def count_as_answer(*errors: type[BaseException]) -> None:
+    """Exceptions (beyond the store's own) that answer an operation rather than fail it."""
+    global _answers
+    _answers = (*_answers, *errors)
+
+
+_SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
+_OUTCOMES: dict[type[BaseException], str] = {}
+
+
+def _outcome(exc: BaseException | None) -> tuple[str, bool]:
+    """``(outcome, failed)``: what the operation answered, and whether that is an error."""
+    if exc is None:
+        return "ok", False
+    if not isinstance(exc, _answers + _FAILURES):
+        return "error", True
+    kind = type(exc)
+    name = _OUTCOMES.get(kind)
+    if name is None:
+        name = _OUTCOMES[kind] = _SNAKE.sub("_", kind.__name__).lower()
+    return name, isinstance(exc, _FAILURES)
+
+
+# ---------------------------------------------------------------------------- request hooks
+
+
+_INSTRUMENTED: WeakSet[Any] = WeakSet()
+
+
+def install_hooks(client: Any) -> None:
+    """Count requests and attempts and size them, on ``client`` (idempotent). Done by the first
+    operation measured on a client, so a process with telemetry off never runs them; once
+    installed, they read one context variable and return outside a measured operation."""
+    events = getattr(getattr(client, "meta", None), "events", None)
+    if events is None:  # not a botocore client (a test double): nothing to hook
+        return
+    # ``before-parameter-build`` rather than ``provide-client-params``: botocore already has
+    # handlers on it, so one more costs only its call (~0.5 us less per request when off).
+    events.register(
+        "before-parameter-build.dynamodb", _on_request, unique_id="sessionstore.telemetry-request"
+    )
+    events.register("needs-retry.dynamodb", _on_attempt, unique_id="sessionstore.telemetry-attempt")
+    _INSTRUMENTED.add(client)
+
+
+def _on_request(
+    params: dict[str, Any] | None = None,
+    model: Any = None,
+    context: dict[str, Any] | None = None,
+    **_: Any,
+) -> None:
+    """``before-parameter-build``: once per API call, before botocore's own retries."""
+    tally = _TALLY.get()
+    if tally is None or params is None:
+        return
+    tally.requests += 1
+    tally.operations.append(model.name if model is not None else "?")
+    if context is not None:
+        context[_PARAMS_KEY] = params
+    if tally.table is None:
+        tally.table = _table(params)
+
+
+def _on_attempt(
+    response: Any = None,
+    operation: Any = None,
+    caught_exception: Exception | None = None,
+    request_dict: dict[str, Any] | None = None,
+    **_: Any,
+) -> None:
+    """``needs-retry``: once per HTTP attempt, whether botocore retries it or not. Never
+    answers (returns None): botocore's retry decision is its own."""
+    tally = _TALLY.get()
+    if tally is None:
+        return
+    tally.attempts += 1
+    name: str = getattr(operation, "name", "")
+    write = name not in _READS
+    params: dict[str, Any] = ((request_dict or {}).get("context") or {}).get(_PARAMS_KEY) or {}
+    if caught_exception is not None:
+        # A write that may have reached DynamoDB and was not heard back from: lost, and billed
+        # as if it landed. A read lost is only retried.
+        if write and not isinstance(caught_exception, _NEVER_SENT):
+            tally.lost_responses += 1
+            tally.write_units += _write_units(name, params, {}, None)
+        return
+    http, parsed = response if response is not None else (None, None)
+    status = getattr(http, "status_code", 0)
+    parsed = parsed if isinstance(parsed, dict) else {}
+    if status >= 500:
+        if write:
+            tally.lost_responses += 1
+            tally.write_units += _write_units(name, params, {}, None)
+        return
+    code = parsed.get("Error", {}).get("Code") if status >= 400 else None
+    if code is None:
+        if write:
+            tally.write_units += _write_units(name, params, parsed, None)
+        else:
+            tally.read_units += _read_units(name, params, parsed)
+    elif code in _THROTTLES:
+        tally.throttles += 1
+    elif code == "ConditionalCheckFailedException":  # refused, and billed
+        tally.write_units += _write_units(name, params, parsed, None)
+    elif code == "TransactionCanceledException":
+        reasons = parsed.get("CancellationReasons") or []
+        codes = {r.get("Code") for r in reasons}
+        if codes & _THROTTLE_REASONS:
+            tally.throttles += 1
+        elif "ConditionalCheckFailed" in codes and "TransactionConflict" not in codes:
+            tally.write_units += _write_units(name, params, {}, reasons)
+
+
+def _table(params: dict[str, Any]) -> str | None:
+    table = params.get("TableName")
+    if table is None and params.get("TransactItems"):
+        (action,) = params["TransactItems"][0].values()
+        table = action.get("TableName")
+    return table if isinstance(table, str) else None
+
+
+def _size(item: Any) -> int:
+    return sizing.item_size(item) if item else 0
+
+
+def _write_units(
+    name: str, params: dict[str, Any], parsed: dict[str, Any], reasons: list[dict[str, Any]] | None
+) -> int:
+    """Write units of one attempt; ``parsed``: what came back (``{}`` if nothing did);
+    ``reasons``: a cancelled transaction's, one per action (with ALL_OLD items)."""
+    if name == "TransactWriteItems":
+        units = 0
+        for index, action in enumerate(params.get("TransactItems", ())):
+            ((kind, body),) = action.items()
+            old = reasons[index].get("Item") if reasons and index < len(reasons) else None
+            # Only a Put's item is known from the request; the others are sized from the item
+            # returned, else taken as at most 1 KB.
+            size = max(_size(body.get("Item")) if kind == "Put" else 0, _size(old))
+            units += sizing.write_units(size, transactional=True)
+        return units
+    if name in ("PutItem", "UpdateItem", "DeleteItem"):
+        old = parsed.get("Item") or parsed.get("Attributes")  # ALL_OLD refused / ALL_NEW
+        return sizing.write_units(max(_size(params.get("Item")), _size(old)))
+    return 0
+
+
+def _read_units(name: str, params: dict[str, Any], parsed: dict[str, Any]) -> float:
+    consistent = bool(params.get("ConsistentRead"))
+    if name == "GetItem":
+        return sizing.read_units(_size(parsed.get("Item")), consistent=consistent)
+    if name == "Query":
+        items = parsed.get("Items") or ()
+        return sizing.query_read_units(map(_size, items), consistent=consistent)
+    return 0.0
