@@ -19,6 +19,8 @@ from sessionstore import cli
 from sessionstore.local import LocalDynamoDB
 from sessionstore.testing import RequestLog
 
+from .conftest import PREFIX
+
 OWNER = "alice"
 TTL_SECONDS = 315_360_000  # ten years: still alive by the wall clock the CLI reads
 TTL = 1_767_268_800 + TTL_SECONDS  # the clock fixture starts at 2026-01-01T12:00:00Z
@@ -341,7 +343,7 @@ def test_usage_errors_are_one_line(engine: LocalDynamoDB, table: str, call: Any)
 
 
 def test_create_table_says_whether_it_created_it(engine: LocalDynamoDB, call: Any) -> None:
-    name = f"cli-{time.time_ns()}"
+    name = f"{PREFIX}cli-{time.time_ns()}"  # prefixed: deleted after a run on another engine
     done = run(engine.endpoint_url, "create-table", "--table", name)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == f"table {name!r} created at {engine.endpoint_url}\n"

@@ -19,6 +19,7 @@ from sessionstore.testing import race
 ENV_VARS = ("SESSIONSTORE_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB")
 
 
+@pytest.mark.embedded_only("checks the embedded engine's own address and port")
 def test_engine_listens_on_loopback_with_a_free_port(engine: LocalDynamoDB) -> None:
     assert engine.endpoint_url.startswith("http://127.0.0.1:")
     assert engine.port > 0
@@ -51,6 +52,7 @@ def test_dummy_credentials_only_for_loopback(monkeypatch: pytest.MonkeyPatch) ->
     assert remote._request_signer._credentials is None
 
 
+@pytest.mark.embedded_only("starts the process-wide embedded engine")
 def test_connect_without_endpoint_starts_one_embedded_engine(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -62,6 +64,7 @@ def test_connect_without_endpoint_starts_one_embedded_engine(
     assert "TableNames" in first.list_tables()
 
 
+@pytest.mark.embedded_only("starts an embedded engine of its own")
 def test_engine_is_quiet_and_stops_cleanly() -> None:
     script = textwrap.dedent(
         """
@@ -80,6 +83,7 @@ def test_engine_is_quiet_and_stops_cleanly() -> None:
     assert done.stderr == ""
 
 
+@pytest.mark.embedded_only("starts python -m sessionstore.local")
 def test_standalone_engine_serves_another_process() -> None:
     server = subprocess.Popen(
         [sys.executable, "-m", "sessionstore.local"], stdout=subprocess.PIPE, text=True
@@ -165,6 +169,7 @@ with mock_aws():
 """
 
 
+@pytest.mark.embedded_only("runs unpatched moto in another process")
 def test_stock_moto_loses_updates_which_is_why_we_serialize() -> None:
     """The same race on unpatched in-process moto (another process, so our lock is absent).
 
