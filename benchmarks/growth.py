@@ -40,7 +40,7 @@ from boto3.dynamodb.types import TypeSerializer
 import sessionstore as ss
 from sessionstore import codec, schema, sizing
 from sessionstore.clock import format_timestamp
-from sessionstore.store import METADATA_OVERHEAD
+from sessionstore.item import METADATA_OVERHEAD
 from sessionstore.testing import RequestLog
 
 _SER = TypeSerializer()

@@ -26,10 +26,11 @@ from .errors import (
     VersionConflict,
 )
 from .ids import CounterIds, IdFactory, RandomIds
+from .item import METADATA_OVERHEAD
+from .lifecycle import TRANSITIONS, Status
 from .models import Context, Loaded, Session, ToolCallRecord
 from .retry import RetryPolicy
-from .status import TRANSITIONS, Status
-from .store import METADATA_OVERHEAD, SessionStore
+from .store import SessionStore
 
 __all__ = [
     "JSON",

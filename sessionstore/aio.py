@@ -24,7 +24,7 @@ cancelled caller leaves the session exactly as a finished call would (the result
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
@@ -36,8 +36,8 @@ from .clock import Clock
 from .codec import JSON
 from .errors import InvalidInput
 from .ids import IdFactory
+from .lifecycle import Status
 from .models import Loaded, Session, ToolCallRecord
-from .status import Status
 from .store import SessionStore
 
 T = TypeVar("T")
@@ -104,10 +104,19 @@ class AsyncSessionStore:
     # ------------------------------------------------------------------ sessions
 
     async def create_session(
-        self, session_id: str | None = None, *, owner: str | None = None, ttl_seconds: int = 86400
+        self,
+        session_id: str | None = None,
+        *,
+        owner: str | None = None,
+        ttl_seconds: int = 86400,
+        attributes: Mapping[str, JSON] | None = None,
     ) -> Session:
         return await self.run(
-            self.store.create_session, session_id, owner=owner, ttl_seconds=ttl_seconds
+            self.store.create_session,
+            session_id,
+            owner=owner,
+            ttl_seconds=ttl_seconds,
+            attributes=attributes,
         )
 
     async def get_session(self, session_id: str, *, owner: str | None = None) -> Session:
@@ -131,6 +140,26 @@ class AsyncSessionStore:
         self, session_id: str, status: Status, *, owner: str | None = None
     ) -> Session:
         return await self.run(self.store.update_status, session_id, status, owner=owner)
+
+    # ------------------------------------------------------------------ attributes
+
+    async def update_attributes(
+        self,
+        session_id: str,
+        changes: Mapping[str, JSON],
+        *,
+        remove: Sequence[str] = (),
+        expected_version: int | None = None,
+        owner: str | None = None,
+    ) -> Session:
+        return await self.run(
+            self.store.update_attributes,
+            session_id,
+            changes,
+            remove=remove,
+            expected_version=expected_version,
+            owner=owner,
+        )
 
     # ------------------------------------------------------------------ context and tools
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .lifecycle import Status
     from .models import Session, ToolCallRecord
-    from .status import Status
 
 
 class SessionStoreError(Exception):
@@ -147,6 +147,37 @@ class ItemTooLarge(SessionStoreError):
         self.current = current
         self.added = added
         self.limit = limit
+
+
+class RequestOverLimit(InvalidInput):
+    """The request would pass one of DynamoDB's documented limits -- the length of an
+    expression, the operators of an UpdateExpression, its substitution variables, the actions or
+    data of a transaction -- and was refused before it was sent. ``name`` says which limit (and
+    where in the request), ``size`` is the request's figure, ``maximum`` DynamoDB's."""
+
+    def __init__(self, name: str, size: int, maximum: int, unit: str = "bytes") -> None:
+        # Not ``super().__init__``: ``ItemOverLimit`` puts ``ItemTooLarge`` next in the MRO.
+        SessionStoreError.__init__(
+            self, f"{name}: {size:,} {unit}, over DynamoDB's limit of {maximum:,} {unit}"
+        )
+        self.name = name
+        self.size = size
+        self.maximum = maximum
+
+
+class ItemOverLimit(RequestOverLimit, ItemTooLarge):
+    """An item the request carries whole (a PutItem's, a transaction's Put) is larger than
+    DynamoDB's maximum item size (``sizing.MAX_ITEM_BYTES``, by ``sizing.item_size``); refused
+    before it was sent. Both an ``InvalidInput`` and an ``ItemTooLarge`` (``added`` = ``size``,
+    ``limit`` = ``maximum``)."""
+
+    def __init__(self, name: str, size: int, maximum: int) -> None:
+        RequestOverLimit.__init__(self, name, size, maximum)
+        self.by_engine = False
+        self.what = "item"
+        self.current = 0
+        self.added = size
+        self.limit = maximum
 
 
 class ContextFull(SessionStoreError):

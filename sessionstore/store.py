@@ -1,27 +1,56 @@
-"""SessionStore: the session lifecycle on a few DynamoDB primitives.
+"""SessionStore: the facade. Each method validates its arguments, builds the write of its
+pattern, drives it, and remembers what it learnt; the patterns live in their own modules:
 
-Every write is one request on the happy path, and each conflict retry is one more: a failed
-condition returns the current item (``ReturnValuesOnConditionCheckFailure=ALL_OLD``), which is
-all we need to tell "not found" from "expired" from "wrong status" from "stale version" -- and
-whether our own earlier attempt had in fact landed. This module validates arguments and keeps
-the version hints; the writes themselves are plans (``sessionstore.writes``) run by the one
-attempt driver (``sessionstore.attempts``).
+==================  ==========================================  ========
+module              pattern                                     notebook
+==================  ==========================================  ========
+``schema``          one table, one partition per session         01
+``item``            the metadata item: fields, parser, size      01
+``locking``         the version condition; the metadata write    02
+``context``         context accumulation in pages                03
+``tool_calls``      idempotent tool-call records                 04
+``lifecycle``       statuses and the guarded transition          05
+``write_tokens``    did my lost write land?                      06
+``attributes``      session attributes                           02
+``attempts``        one driver for every write's attempts        06
+==================  ==========================================  ========
+
+A write is one request on the happy path when the instance needs no read first (appends,
+attribute changes, transitions; ``update_status`` and ``record_tool_call`` on an instance that has
+seen the session), and each conflict retry is one more: a failed condition returns the current
+item (``ReturnValuesOnConditionCheckFailure=ALL_OLD``), which is all it takes to tell "not found"
+from "expired" from "wrong status" from "stale version" -- and whether our own earlier attempt
+had in fact landed.
 """
 
 from __future__ import annotations
 
 import itertools
-import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from functools import partial
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from . import codec, schema, sizing, telemetry
 from .attempts import Plan, drive
+from .attributes import ATTRIBUTES_MAX_BYTES, EMPTY_MAP_BYTES, AttributesEdit, attribute_texts
+from .attributes import validate_name as _validate_attribute_name
 from .clock import Clock, SystemClock, format_timestamp
 from .codec import JSON
+from .context import (
+    PAGE_DEADLINE_S,
+    AppendEdit,
+    ContextReader,
+    WritePage,
+    first_page_key,
+    first_seq,
+    message_texts,
+    page_item,
+    page_size,
+    read_context,
+    recent_reservations,
+    validate_after,
+)
 from .errors import (
     ContextFull,
     InvalidInput,
@@ -31,141 +60,37 @@ from .errors import (
     ToolCallConflict,
     Unavailable,
 )
-from .expressions import to_wire
-from .ids import MAX_ID_LENGTH, MAX_TOKEN_LENGTH, IdFactory, RandomIds, validate_id, validate_token
-from .metadata_writes import (
-    ATTRIBUTES_MAX_BYTES,
-    EMPTY_MAP_BYTES,
-    SEQ_SPAN,
-    TOKEN_CAP,
-    AttributesEdit,
-    Edit,
-    SessionWrite,
-    StatusEdit,
-    Transition,
-    attribute_bytes,
+from .ids import IdFactory, RandomIds, validate_id, validate_token
+from .item import (
+    METADATA_OVERHEAD,
+    WIDEST_CONTEXT_BYTES,
+    WIDEST_COUNT,
+    live,
+    new_item,
+    session_from_item,
 )
-from .models import Attributes, Context, Loaded, Session, ToolCallRecord, build_session
-from .pages import (
-    PAGE_DEADLINE_S,
-    AppendEdit,
-    ContextReader,
-    WritePage,
-    first_page_key,
-    page_item,
-    read_context,
-    recent_reservations,
-    reservation_entry,
-    validate_after,
-)
+from .lifecycle import CreateSession, Status, StatusEdit
+from .locking import Edit, MetadataWrite
+from .models import Context, Loaded, Session, ToolCallRecord
 from .retry import RetryPolicy
-from .status import Status
+from .tool_calls import (
+    RecordToolCall,
+    guard_item,
+    live_records,
+    record_from_item,
+    record_item,
+    record_size_bound,
+)
 from .wire import install_hooks, item_to_wire, send, to_python
-from .writes import CreateSession, RecordToolCall, live, tx_attribute
+from .write_tokens import TOKEN_CAP, key
 
 R = TypeVar("R")
 
 _MAX_HINTS = 10_000  # sessions this instance keeps hints (and settled tokens) for
 _MAX_TTL_SECONDS = 366 * 86400 * 10  # ten years: anything longer is a units mistake
-#: The widest numbers the metadata item can hold: DynamoDB sizes a number by its significant
-#: digits, so the reserve must use all-nines, not powers of ten (10**20 is 2 bytes, 9...9 is 11).
-_WIDEST_VERSION = int("9" * 20)
-_WIDEST_TTL = int("9" * 11)  # epoch seconds past the year 5000
-_WIDEST_TTL_WIRE = {"N": str(_WIDEST_TTL)}
-# Constant parts of a new metadata item (wire form; botocore never changes its arguments).
-_META_SK_WIRE = {"S": schema.META_SK}
-_ONE_WIRE = {"N": "1"}
-_ZERO_WIRE = {"N": "0"}
-_INITIALIZING_WIRE = {"S": Status.INITIALIZING.value}
-_EMPTY_MAP_WIRE: dict[str, Any] = {"M": {}}
-_WIDEST_COUNT = int("9" * 12)  # ``SEQ_SPAN`` - 1: more messages than any limit allows
-_WIDEST_CONTEXT_BYTES = int("9" * 15)
-_WIDEST_TOKEN_VALUE = _WIDEST_TTL * SEQ_SPAN + _WIDEST_COUNT
 #: Defaults of the context limits (``SessionStore(max_context_messages=, max_context_bytes=)``).
 MAX_CONTEXT_MESSAGES = 100_000
 MAX_CONTEXT_BYTES = 64 * 2**20
-_WIDEST_ATTRIBUTE_BYTES = int("9" * len(str(ATTRIBUTES_MAX_BYTES)))
-
-#: Attribute names: a letter, then letters, digits, ``_ . -``; at most 64 characters.
-_ATTRIBUTE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}\Z")
-#: Names that would read like the store's own fields (on the item or on ``Session``), refused
-#: whatever their case so that ``session.attributes["Status"]`` never passes for the status.
-RESERVED_ATTRIBUTE_NAMES = frozenset(
-    name.lower()
-    for name in (
-        *("pk", "sk", "sessionId", "session_id", "version", "status", "owner", "createdAt"),
-        *("created_at", "updatedAt", "updated_at", "ttl", "context", "contextBytes"),
-        *("messageCount", "message_count"),
-        *("context_bytes", "createToken", "incarnation", "attrs", "attributes", "attrBytes"),
-        *("attribute_bytes", "tk", "write_tokens"),
-    )
-)
-
-
-def _max_metadata_size() -> int:
-    """The most bytes a metadata item can take (its context is in pages)."""
-    token = "x" * MAX_TOKEN_LENGTH
-    widest: dict[str, Any] = {
-        "pk": schema.pk("x" * MAX_ID_LENGTH),
-        "sk": schema.META_SK,
-        "sessionId": "x" * MAX_ID_LENGTH,
-        "version": _WIDEST_VERSION,
-        "status": max((s.value for s in Status), key=len),
-        "owner": "x" * MAX_ID_LENGTH,
-        "createdAt": "x" * 24,
-        "updatedAt": "x" * 24,
-        "ttl": _WIDEST_TTL,
-        "messageCount": _WIDEST_COUNT,
-        "contextBytes": _WIDEST_CONTEXT_BYTES,
-        "createToken": token,
-        **{tx_attribute(s): token for s in Status},
-        # an append's slot: its token, first seq and time (``pages.AppendEdit.ring_value``)
-        **{
-            schema.ring_slot(i): reservation_entry(token, _WIDEST_COUNT, _WIDEST_TTL)
-            for i in range(schema.RING_SIZE)
-        },
-        # a string as long as the largest attributes map is sized the same as that map
-        "attrs": "x" * ATTRIBUTES_MAX_BYTES,
-        "attrBytes": _WIDEST_ATTRIBUTE_BYTES,
-        "tk": {
-            f"{i:02d}".rjust(MAX_TOKEN_LENGTH, "x"): _WIDEST_TOKEN_VALUE for i in range(TOKEN_CAP)
-        },
-    }
-    return sizing.item_size(item_to_wire(widest))
-
-
-#: The most bytes a metadata item can take, whatever the session holds: its messages are in
-#: page items, so this bounds what every write to it is billed, however long the session.
-METADATA_OVERHEAD = _max_metadata_size()
-
-
-def _max_record_overhead() -> int:
-    """The most bytes a tool record can hold besides its tool name, input and output texts."""
-    widest_id = "x" * MAX_ID_LENGTH
-    recorded_at = format_timestamp(0)  # always 24 characters
-    widest: dict[str, Any] = {
-        "pk": schema.pk(widest_id),
-        "sk": schema.tool_sk(recorded_at, widest_id),
-        "sessionId": widest_id,
-        "toolCallId": widest_id,
-        "toolName": "",
-        "input": "",
-        "output": "",
-        "durationMs": int("9" * 38),  # a number has at most 38 significant digits
-        "recordedAt": recorded_at,
-        "ttl": _WIDEST_TTL,
-    }
-    return sizing.item_size(item_to_wire(widest))
-
-
-#: With at most 4 UTF-8 bytes per character of its three texts, a bound of a record's size.
-_RECORD_OVERHEAD = _max_record_overhead()
-
-#: A page holding no message, with the widest seq, ttl and incarnation, for an empty session
-#: id and an empty request token.
-_EMPTY_PAGE_SIZE = sizing.item_size(
-    page_item("", _WIDEST_COUNT, [], _WIDEST_TTL, "", "x" * MAX_TOKEN_LENGTH)
-)
 
 
 class SessionStore:
@@ -195,8 +120,8 @@ class SessionStore:
                 f"item_size_limit must be in ({METADATA_OVERHEAD}, {sizing.MAX_ITEM_BYTES}]"
             )
         for name, value, top in (
-            ("max_context_messages", max_context_messages, _WIDEST_COUNT),
-            ("max_context_bytes", max_context_bytes, _WIDEST_CONTEXT_BYTES),
+            ("max_context_messages", max_context_messages, WIDEST_COUNT),
+            ("max_context_bytes", max_context_bytes, WIDEST_CONTEXT_BYTES),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= top:
                 raise InvalidInput(f"{name} must be an int in 1..{top}, got {value!r}")
@@ -214,9 +139,8 @@ class SessionStore:
         # write can remove the old tokens it showed in ``tk``. A stale hint costs one retry; it
         # never refuses anything by itself.
         self._seen: OrderedDict[str, Session] = OrderedDict()
-        # This instance's finished commuting writes per session: their tokens in ``tk`` are
-        # dead, and the next write to the session removes them
-        # (``metadata_writes.SessionWrite``).
+        # This instance's finished writes per session: their tokens in ``tk`` are dead, and
+        # the next write to the session removes them (``write_tokens``).
         self._settled: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         self._seen_lock = threading.Lock()
 
@@ -245,58 +169,30 @@ class SessionStore:
         _validate_owner(owner)
         _validate_ttl(ttl_seconds)
         attrs, added = (
-            _attribute_texts(attributes, "attributes") if attributes is not None else ({}, 0)
+            attribute_texts(attributes, "attributes") if attributes is not None else ({}, 0)
         )
         attr_bytes = EMPTY_MAP_BYTES + added
         if attr_bytes > ATTRIBUTES_MAX_BYTES:
-            raise ItemTooLarge(
-                EMPTY_MAP_BYTES,
-                attr_bytes - EMPTY_MAP_BYTES,
-                ATTRIBUTES_MAX_BYTES,
-                what="attributes",
-            )
+            raise ItemTooLarge(EMPTY_MAP_BYTES, added, ATTRIBUTES_MAX_BYTES, what="attributes")
         token = self._token()
         now_ms = self.clock.now_ms()
-        stamp = format_timestamp(now_ms)
         ttl = now_ms // 1000 + ttl_seconds
-        # Built in wire form, and the Session from the same values: nothing is parsed back.
-        stamp_wire = {"S": stamp}
-        item: dict[str, Any] = {
-            "pk": {"S": schema.pk(session_id)},
-            "sk": _META_SK_WIRE,
-            "sessionId": {"S": session_id},
-            "version": _ONE_WIRE,
-            "status": _INITIALIZING_WIRE,
-            "createdAt": stamp_wire,
-            "updatedAt": stamp_wire,
-            "ttl": {"N": str(ttl)},
-            "messageCount": _ZERO_WIRE,
-            "contextBytes": _ZERO_WIRE,
-            "createToken": {"S": token},
-            "attrs": {"M": {k: {"S": v} for k, v in attrs.items()}},
-            "attrBytes": {"N": str(attr_bytes)},
-            "tk": _EMPTY_MAP_WIRE,
-        }
-        if owner is not None:
-            item["owner"] = {"S": owner}
-        plan = CreateSession(self.table_name, session_id, item, token)
-        self._drive(plan, lambda: f"create session {session_id!r}")
-        session = build_session(
+        item = new_item(
             session_id,
-            1,
-            Status.INITIALIZING,
             owner,
-            stamp,
-            stamp,
+            format_timestamp(now_ms),
             ttl,
-            0,
-            0,
             token,
-            Attributes(attrs),
+            now_ms // 1000,
+            attrs,
             attr_bytes,
-            {},
-            (),
         )
+        plan = CreateSession(self.table_name, session_id, item_to_wire(item), token)
+        try:
+            self._drive(plan, f"create session {session_id!r}")
+        finally:
+            self._settle(session_id, token, ())
+        session = session_from_item(item)
         self._remember(session)
         return session
 
@@ -327,17 +223,15 @@ class SessionStore:
 
     @telemetry.traced("transition")
     def transition(self, session_id: str, to: Status, *, owner: str | None = None) -> Session:
-        """Move the session to ``to`` if the lifecycle table allows it, in one request.
-
-        The allowed source statuses are part of the condition, so no read is needed; on a
-        failure the returned old item says why. Asking for the current status is a no-op.
+        """Move the session to ``to`` if the lifecycle table allows it, in one request
+        (``lifecycle``): the allowed source statuses are the condition, so no read is needed;
+        on a failure the returned old item says why. Asking for the current status is a no-op.
         """
         validate_id(session_id, "session_id")
         _validate_owner(owner)
         if not isinstance(to, Status):
             raise InvalidInput(f"to must be a Status, not {to!r}")
-        plan = Transition(self.table_name, session_id, to, owner, self._token(), self._remember)
-        return self._drive(plan, lambda: f"transition of session {session_id!r} to {to.value}")
+        return self._write(session_id, owner, StatusEdit(session_id, to), version=None)
 
     @telemetry.traced("activate")
     def activate(self, session_id: str, *, owner: str | None = None) -> Session:
@@ -355,18 +249,26 @@ class SessionStore:
     def update_status(
         self, session_id: str, status: Status, *, owner: str | None = None
     ) -> Session:
-        """The source design's optimistic read-modify-write, done right.
+        """The source design's optimistic read-modify-write, done right (``locking``).
 
         The version condition and the increment travel in one request; a conflict is retried
         with the version from ALL_OLD (one request per retry, never a re-read), with exponential
-        backoff and full jitter, up to ``retry.max_attempts``. The move is checked against the
-        lifecycle table on the item as read, and again by the condition.
+        backoff and full jitter, up to ``retry.max_attempts``. The version comes from this
+        instance's last copy of the session, or -- on a cold instance -- one read. The move is
+        checked against the lifecycle table on the item as read, and again by the condition.
         """
         validate_id(session_id, "session_id")
         _validate_owner(owner)
         if not isinstance(status, Status):
             raise InvalidInput(f"status must be a Status, not {status!r}")
-        return self._write(session_id, owner, None, StatusEdit(session_id, status), commutes=False)
+        edit = StatusEdit(session_id, status)
+        seen = self._hint(session_id, owner)
+        if seen is None:
+            seen = self.get_session(session_id, owner=owner)
+            done = edit.judge(seen)
+            if done is not None:
+                return done
+        return self._write(session_id, owner, edit, version=seen.version)
 
     # ------------------------------------------------------------------ attributes
 
@@ -381,8 +283,8 @@ class SessionStore:
         owner: str | None = None,
     ) -> Session:
         """Set ``changes`` and delete the names in ``remove`` among the session's attributes
-        (``Session.attributes``): a small map of JSON values -- a protocol version, client info,
-        a title, counters -- kept on the metadata item, one request; the version goes up by one.
+        (``Session.attributes``, module ``attributes``): a small map of JSON values kept on the
+        metadata item, one request; the version goes up by one.
 
         Names match ``[A-Za-z][A-Za-z0-9_.-]{0,63}`` and are not the store's own field names;
         values are stored as exact JSON text; all the attributes together take at most
@@ -396,23 +298,21 @@ class SessionStore:
         validate_id(session_id, "session_id")
         _validate_owner(owner)
         _validate_expected(expected_version)
-        texts, added = _attribute_texts(changes, "changes")
-        if type(remove) is not tuple and (  # the default: no need to ask the ABC
-            isinstance(remove, str | bytes) or not isinstance(remove, Sequence)
-        ):
+        texts, added = attribute_texts(changes, "changes")
+        if isinstance(remove, str | bytes) or not isinstance(remove, Sequence):
             raise InvalidInput("remove must be a sequence of attribute names")
         for name in remove:
             _validate_attribute_name(name)
         gone = tuple(dict.fromkeys(remove))
         if not texts and not gone:
             raise InvalidInput("changes or remove must name at least one attribute")
-        both = set(texts).intersection(gone) if gone else ()
+        both = set(texts).intersection(gone)
         if both:
             raise InvalidInput(f"attributes both changed and removed: {sorted(both)}")
         if EMPTY_MAP_BYTES + added > ATTRIBUTES_MAX_BYTES:  # could never fit: refuse unsent
             raise ItemTooLarge(EMPTY_MAP_BYTES, added, ATTRIBUTES_MAX_BYTES, what="attributes")
         edit = AttributesEdit(session_id, texts, gone, added)
-        return self._write(session_id, owner, expected_version, edit, commutes=True)
+        return self._write(session_id, owner, edit, version=expected_version, expected=True)
 
     # ------------------------------------------------------------------ context
 
@@ -427,18 +327,17 @@ class SessionStore:
     ) -> Session:
         """Append ``messages`` to the context of an active session, in order and exactly once.
 
-        Two writes (``sessionstore.pages``): an UpdateItem on the metadata item reserves the
-        next seqs under every guard (alive, owner, active, room under ``max_context_messages``
-        / ``max_context_bytes``) and bumps the version by one; then a PutItem stores the
-        messages as one immutable page. Each is billed by its own size -- the metadata item's
-        is bounded (``METADATA_OVERHEAD``), the page's is the messages' -- never by the
-        context's: typically 2 + 1 WCU per append at any context length.
+        Two writes (module ``context``): an UpdateItem on the metadata item reserves the next
+        seqs under every guard (alive, owner, active, room under ``max_context_messages`` /
+        ``max_context_bytes``) and bumps the version by one; then a PutItem stores the messages
+        as one immutable page. Each is billed by its own size -- the metadata item's is bounded
+        (``METADATA_OVERHEAD``), the page's is the messages' -- never by the context's.
 
-        Without ``expected_version`` concurrent appends never refuse each other (they commute);
-        with it, another current version raises ``VersionConflict(current=...)``. Raises
-        ``ContextFull`` when the limits would be passed (nothing written), ``ItemTooLarge`` when
-        the messages could not fit one page, before anything is sent. Returns the metadata item
-        as this append left it.
+        Without ``expected_version`` concurrent appends never refuse each other (last writer
+        wins); with it, another current version raises ``VersionConflict(current=...)``.
+        Raises ``ContextFull`` when the limits would be passed (nothing written),
+        ``ItemTooLarge`` when the messages could not fit one page, before anything is sent.
+        Returns the metadata item as this append left it.
 
         If the page cannot be written after the reservation (``Unavailable``), the messages are
         not stored and the error says ``maybe_applied=False``: the reserved seqs stay a hole
@@ -446,12 +345,8 @@ class SessionStore:
         """
         validate_id(session_id, "session_id")
         _validate_owner(owner)
-        if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-            raise InvalidInput("messages must be a list of JSON values")
-        if not messages:
-            raise InvalidInput("messages must not be empty")
+        encoded = message_texts(messages)
         _validate_expected(expected_version)
-        encoded = _message_texts(messages)
         added = sum(map(sizing.text_size, encoded))
         count = len(encoded)
         if count > self.max_context_messages or added > self.max_context_bytes:
@@ -459,36 +354,32 @@ class SessionStore:
                 session_id, 0, 0, count, added, self.max_context_messages, self.max_context_bytes
             )
         token = self._token()
-        # Sized with the widest seq, ttl and incarnation (the real ones are known after the
-        # reservation); each message adds its text and 1 byte to the list (``sizing``), the
-        # session id and the token their characters (visible ASCII): no need to walk them.
-        size = _EMPTY_PAGE_SIZE + len(session_id) + len(token) + added + count
+        size = page_size(session_id, token, encoded)
         if size > self.item_size_limit:
             raise ItemTooLarge(0, size, self.item_size_limit, what="context page")
         edit = AppendEdit(
             session_id, count, added, self.max_context_messages, self.max_context_bytes
         )
-
         reserved = False
         deadline_ms = self.clock.now_ms() + PAGE_DEADLINE_S * 1000
 
         def write_page(session: Session) -> None:
             nonlocal reserved
             reserved = True
-            first = edit.first_seq(session, token)
+            first = first_seq(session, token)
             item = page_item(session_id, first, encoded, session.ttl, token, session.incarnation)
             self._drive(
                 WritePage(self.table_name, session_id, item, token, deadline_ms),
-                lambda: f"context page of session {session_id!r}",
+                f"context page of session {session_id!r}",
             )
 
         try:
             return self._write(
                 session_id,
                 owner,
-                expected_version,
                 edit,
-                commutes=True,
+                version=expected_version,
+                expected=True,
                 then=write_page,
                 token=token,
             )
@@ -517,14 +408,14 @@ class SessionStore:
         owner: str | None = None,
         ttl_seconds: int | None = None,
     ) -> ToolCallRecord:
-        """Record one tool call, exactly once, on an active session.
+        """Record one tool call, exactly once, on an active session (module ``tool_calls``).
 
-        One ``TransactWriteItems`` (see ``writes.RecordToolCall``): a ConditionCheck on the
-        live, active session, the guard ``toolid#<id>`` if absent -- the idempotency key, stable
-        across retries, instances and time -- and the record at ``tool#<recordedAt>#<id>`` in
-        time order. Cost: one request, 2 WCU per started KB of each of the three items
-        (transactional writes cost double), typically 6 WCU. A repeat of a recorded call costs
-        the failed transaction plus one GetItem of the original record, and writes nothing.
+        One ``TransactWriteItems``: a ConditionCheck on the live, active session, the guard
+        ``toolid#<id>`` if absent -- the idempotency key, stable across retries, instances and
+        time -- and the record at ``tool#<recordedAt>#<id>`` in time order. Cost: one request,
+        2 WCU per started KB of each of the three items (transactional writes cost double, and a
+        ConditionCheck bills as a write), typically 6 WCU. A repeat of a recorded call costs
+        the refused transaction plus one GetItem of the original record, and writes nothing.
 
         The guard keeps a digest of the *request* (tool name + input): a repeat with the same
         request returns the stored record whatever output it brings; a different request under
@@ -553,60 +444,35 @@ class SessionStore:
             seen = self._hint(session_id, owner)
             ttl = seen.ttl if seen else self.get_session(session_id, owner=owner).ttl
         recorded_at = format_timestamp(now_ms)
-        record_sk = schema.tool_sk(recorded_at, tool_call_id)
-        pk = schema.pk(session_id)
-        # The items in wire form directly: all but the duration are strings.
-        record = {
-            "pk": {"S": pk},
-            "sk": {"S": record_sk},
-            "sessionId": {"S": session_id},
-            "toolCallId": {"S": tool_call_id},
-            "toolName": {"S": tool_name},
-            "input": {"S": input_text},
-            "output": {"S": output_text},
-            "durationMs": to_wire(duration_ms),
-            "recordedAt": {"S": recorded_at},
-            "ttl": _WIDEST_TTL_WIRE,  # the plan sets the real one; sized at its widest
-        }
-        # Sized exactly only when the cheap bound does not already clear the limit.
-        texts = len(tool_name) + len(input_text) + len(output_text)
-        if _RECORD_OVERHEAD + 4 * texts > self.item_size_limit:
-            size = sizing.item_size(record)
+        record = record_item(
+            session_id,
+            tool_call_id,
+            tool_name,
+            input_text,
+            output_text,
+            duration_ms,
+            recorded_at,
+            ttl,
+        )
+        if record_size_bound(tool_name, input_text, output_text) > self.item_size_limit:
+            size = sizing.item_size(item_to_wire(record))
             if size > self.item_size_limit:
                 raise ItemTooLarge(0, size, self.item_size_limit)
         digest = codec.fingerprint(name_text, input)
-        guard = {
-            "pk": {"S": pk},
-            "sk": {"S": schema.guard_sk(tool_call_id)},
-            "toolCallId": {"S": tool_call_id},
-            "recordSk": {"S": record_sk},
-            "fingerprint": {"S": digest},
-        }
+        guard = guard_item(session_id, tool_call_id, record["sk"], digest)
         plan = RecordToolCall(
             self.table_name, session_id, owner, record, guard, ttl, check_ttl, self._remember
         )
-        recorded = self._drive(
-            plan, lambda: f"tool record {tool_call_id!r} of session {session_id!r}"
-        )
+        recorded = self._drive(plan, f"tool record {tool_call_id!r} of session {session_id!r}")
         if recorded.guard is None:
-            # This write stored ``record``: the result is what it sent, not parsed back from it.
-            return ToolCallRecord(
-                session_id,
-                tool_call_id,
-                tool_name,
-                codec.decode(input_text),
-                codec.decode(output_text),
-                int(duration_ms),
-                recorded_at,
-                int(record["ttl"]["N"]),
-            )
+            return record_from_item(record)  # what this write stored
         stored = self._stored_record(session_id, tool_call_id, recorded.guard)
         if recorded.guard["fingerprint"] != digest:
             raise ToolCallConflict(stored)
         return stored
 
     def _stored_record(
-        self, session_id: str, tool_call_id: str, guard: dict[str, Any]
+        self, session_id: str, tool_call_id: str, guard: Mapping[str, Any]
     ) -> ToolCallRecord:
         response = self._call(
             "get_item",
@@ -619,7 +485,7 @@ class SessionStore:
         item = to_python(response.get("Item"))
         if item is None:
             raise RecordMissing(session_id, tool_call_id)
-        return ToolCallRecord.from_item(item)
+        return record_from_item(item)
 
     @telemetry.traced("tool_calls")
     def tool_calls(self, session_id: str, *, owner: str | None = None) -> Iterator[ToolCallRecord]:
@@ -639,7 +505,7 @@ class SessionStore:
 
         def records() -> Iterator[ToolCallRecord]:
             if first is not None:
-                yield from _live_records(itertools.chain((first,), items), now_s)
+                yield from live_records(itertools.chain((first,), items), now_s)
 
         return records()
 
@@ -654,7 +520,8 @@ class SessionStore:
         is returned). From ``after``: a GetItem of the metadata item, then a Query that starts at
         the page holding seq ``after + 1``. A missing, expired or foreign session raises here.
         The reader shows the appends that had begun when it read the metadata item (a snapshot;
-        see ``pages.read_context``); its ``position`` is the seq to pass as ``after`` next time.
+        see ``context.read_context``); its ``position`` is the seq to pass as ``after`` next
+        time.
         """
         validate_id(session_id, "session_id")
         _validate_owner(owner)
@@ -665,7 +532,7 @@ class SessionStore:
             session, head = self._head(items, session_id, owner, now_s)
         else:
             session, head = self._get(session_id, owner)
-            start = first_page_key(session, after) or schema.PAGE_PREFIX
+            start = first_page_key(after) or schema.PAGE_PREFIX
             items = self._items(session_id, start, schema.PAGES_END)
         recent = recent_reservations(head, now_s)
         return ContextReader(read_context(session, items, after, now_s, recent), after)
@@ -683,7 +550,7 @@ class SessionStore:
         record_items: list[dict[str, Any]] = []
         for item in items:
             (page_items if item["sk"].startswith(schema.PAGE_PREFIX) else record_items).append(item)
-        records = list(_live_records(record_items, now_s))
+        records = list(live_records(record_items, now_s))
         recent = recent_reservations(head, now_s)
         texts = [text for _, text in read_context(session, page_items, None, now_s, recent)]
         return Loaded(session, Context(tuple(texts)), records)
@@ -729,75 +596,53 @@ class SessionStore:
         self,
         session_id: str,
         owner: str | None,
-        expected: int | None,
         edit: Edit,
         *,
-        commutes: bool,
+        version: int | None,
+        expected: bool = False,
         then: Callable[[Session], None] | None = None,
         token: str | None = None,
     ) -> Session:
-        """A write to the metadata item (``metadata_writes.SessionWrite``). A commuting edit without
-        ``expected`` needs no version; otherwise the first attempt is pinned to the caller's
-        version, this instance's hint, or -- on a cold instance -- one read. ``then`` runs on
-        the result before the write's token is given up (an append's page write)."""
+        """A write to the metadata item (``locking.MetadataWrite``), pinned to ``version`` or
+        last writer wins (None). ``then`` runs on the result before the write's token is given
+        up (an append's page write)."""
         token = self._token() if token is None else token
         seen = self._hint(session_id, owner)
-        version: int | None
-        if expected is not None:
-            version = expected
-        elif commutes:
-            version = None  # no version needed
-        elif seen is not None:
-            version = seen.version
-        else:
-            current = self.get_session(session_id, owner=owner)
-            done = edit.judge(current)
-            if done is not None:
-                return done
-            version = current.version
-        settled = self._settled.get(session_id, ())  # one dict read: atomic, no lock needed
-        plan = SessionWrite(
+        plan = MetadataWrite(
             self.table_name,
             session_id,
             owner,
             token,
             edit,
             self._remember,
-            commutes=commutes,
             version=version,
-            expected=expected,
+            expected=expected and version is not None,
             seen_tokens=seen.write_tokens if seen is not None else None,
-            settled=settled,
+            settled=self._settled.get(session_id, ()),  # one dict read: no lock needed
         )
         try:
-            session = self._drive(plan, lambda: f"write to session {session_id!r}")
+            session = self._drive(plan, f"write to session {session_id!r}")
             if then is not None:
                 then(session)
             return session
         finally:
-            if plan.named or plan.removed:
-                self._settle(session_id, token if plan.named else None, plan.removed)
+            self._settle(session_id, token, plan.removed)
 
-    def _settle(self, session_id: str, token: str | None, removed: tuple[str, ...]) -> None:
-        """A write to ``session_id`` has ended: its token (if it named one in ``tk``) is dead;
-        the tokens its landed attempt removed are gone."""
+    def _settle(self, session_id: str, token: str, removed: tuple[str, ...]) -> None:
+        """A write to ``session_id`` has ended: its token is dead; the tokens its landed attempt
+        removed are gone."""
         with self._seen_lock:
             settled = self._settled
-            tokens = settled.get(session_id, ())
-            if removed:
-                tokens = tuple([t for t in tokens if t not in removed])
-            if token is not None and token not in tokens:
-                # Past the cap the oldest are forgotten: the horizon removes them in time.
-                tokens = (*tokens[1 - TOKEN_CAP :], token)
-            if not tokens:
-                settled.pop(session_id, None)
-                return
-            settled[session_id] = tokens
+            tokens = [t for t in settled.get(session_id, ()) if key(t) not in removed]
+            if token not in tokens:
+                tokens.append(token)
+            # Past the cap the oldest are forgotten: the horizon removes them in time.
+            settled[session_id] = tuple(tokens[-TOKEN_CAP:])
             settled.move_to_end(session_id)
             if len(settled) > _MAX_HINTS:
                 settled.popitem(last=False)
 
-    def _drive(self, plan: Plan[R], what: str | Callable[[], str]) -> R:
+    def _drive(self, plan: Plan[R], what: str) -> R:
         return drive(plan, self._call, self.clock, self.retry, what)
 
     def _call(self, operation: str, request: dict[str, Any]) -> Any:
@@ -832,23 +677,6 @@ class SessionStore:
         return seen
 
 
-def _live_records(items: Iterable[dict[str, Any]], now_s: int) -> Iterator[ToolCallRecord]:
-    """The records among ``items`` whose ttl has not passed: DynamoDB deletes them late and one
-    at a time, so what a reader sees must not depend on when its sweeper ran."""
-    for item in items:
-        if int(item["ttl"]) > now_s:
-            yield ToolCallRecord.from_item(item)
-
-
-_MESSAGE_LABEL = "messages[{}]"
-_ATTRIBUTE_LABEL = "{}[{!r}]"
-
-
-def _message_texts(messages: Sequence[JSON]) -> list[str]:
-    """Each message's exact JSON text; the label that names a bad one is made only then."""
-    return [codec.encode(m, partial(_MESSAGE_LABEL.format, i)) for i, m in enumerate(messages)]
-
-
 def _validate_ttl(ttl_seconds: object) -> None:
     if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int):
         raise InvalidInput("ttl_seconds must be an int (seconds)")
@@ -868,28 +696,3 @@ def _validate_expected(expected_version: object) -> None:
         or expected_version < 1
     ):
         raise InvalidInput("expected_version must be a positive int")
-
-
-def _validate_attribute_name(name: object) -> str:
-    if not isinstance(name, str) or _ATTRIBUTE_NAME.match(name) is None:
-        raise InvalidInput(
-            f"attribute names must match [A-Za-z][A-Za-z0-9_.-]{{0,63}}, got {name!r:.80}"
-        )
-    if name.lower() in RESERVED_ATTRIBUTE_NAMES:
-        raise InvalidInput(f"attribute name {name!r} is one of the store's own fields")
-    return name
-
-
-def _attribute_texts(values: object, what: str) -> tuple[dict[str, str], int]:
-    """Validated names -> exact JSON text of each value, and the bytes they add to the map
-    (``attribute_bytes``)."""
-    if type(values) is not dict and not isinstance(values, Mapping):  # dict: no ABC check
-        raise InvalidInput(f"{what} must be a mapping of attribute names to JSON values")
-    texts: dict[str, str] = {}
-    added = 0
-    for name, value in values.items():
-        _validate_attribute_name(name)
-        text = codec.encode(value, partial(_ATTRIBUTE_LABEL.format, what, name))
-        texts[name] = text
-        added += attribute_bytes(name, text)
-    return texts, added

@@ -8,7 +8,7 @@ import pytest
 
 import sessionstore as ss
 from sessionstore import sizing
-from sessionstore.metadata_writes import ATTRIBUTES_MAX_BYTES
+from sessionstore.attributes import ATTRIBUTES_MAX_BYTES
 from sessionstore.testing import Fault, FaultInjector, RequestLog
 
 from .conftest import scan

@@ -10,9 +10,9 @@ from botocore.exceptions import ClientError
 
 import sessionstore as ss
 from sessionstore import sizing
-from sessionstore.metadata_writes import TOKEN_CAP, TOKEN_HORIZON_S
-from sessionstore.store import METADATA_OVERHEAD
+from sessionstore.item import METADATA_OVERHEAD
 from sessionstore.testing import Fault, FaultInjector, RequestLog, source_design
+from sessionstore.write_tokens import TOKEN_CAP, TOKEN_HORIZON_S
 
 from .conftest import scan
 from .items import stored
@@ -106,45 +106,34 @@ def test_append_tokens_stay_bounded_and_are_cleaned(
     assert len(stored(client, table, sid)["tk"]["M"]) == 1
 
 
-def test_a_full_token_map_falls_back_to_a_pinned_write(
+def test_a_token_map_full_of_live_writes_refuses_until_the_horizon_frees_it(
     client: Any, table: str, clock: ss.ManualClock, active: ss.Session, requests: RequestLog
 ) -> None:
-    """TOKEN_CAP live tokens of instances that never came back: the append is pinned to the
-    version (its token in the ring) instead of refused; nothing is lost or doubled."""
+    """TOKEN_CAP live tokens of instances that never came back: a new instance's append is
+    refused at once (one UpdateItem, nothing written: ``Unavailable(maybe_applied=False)``);
+    once the tokens are past the horizon its next append removes them and lands."""
     sid = active.session_id
-    for i in range(TOKEN_CAP):
+    for i in range(TOKEN_CAP - len(stored(client, table, sid)["tk"]["M"])):
         ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds(f"w{i}")).append_context(
             sid, [i], owner="alice"
         )
     assert len(stored(client, table, sid)["tk"]["M"]) == TOKEN_CAP
+    before = scan(client, table)
     late = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds("late"))
     requests.reset()
-    result = late.append_context(sid, ["late"], owner="alice")
-    # refused by the cap, then pinned (its seq known from the exact item ALL_OLD showed)
-    assert requests.operations == ["UpdateItem", "UpdateItem", "PutItem"]
-    assert _context(store_of(client, table, clock), sid) == [*range(TOKEN_CAP), "late"]
-    assert result.version == active.version + TOKEN_CAP + 1
-    assert len(stored(client, table, sid)["tk"]["M"]) == TOKEN_CAP
-
-
-def test_an_item_from_before_the_token_map_still_takes_appends(
-    client: Any, table: str, clock: ss.ManualClock, store: ss.SessionStore, active: ss.Session
-) -> None:
-    sid = active.session_id
-    client.update_item(
-        TableName=table,
-        Key={"pk": {"S": f"session#{sid}"}, "sk": {"S": "metadata"}},
-        UpdateExpression="REMOVE tk, attrs, attrBytes",
-    )
-    cold = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds("c"))
-    first = cold.append_context(sid, ["a"], owner="alice")  # refused, then pinned: map created
-    second = cold.append_context(sid, ["b"], owner="alice")  # commutes again
-    assert (first.version, second.version) == (active.version + 1, active.version + 2)
-    assert _context(cold, sid) == ["a", "b"]
-    assert set(stored(client, table, sid)["tk"]["M"]) == {"ct-0002"}
-    updated = cold.update_attributes(sid, {"title": "old item"}, owner="alice")
-    assert dict(updated.attributes) == {"title": "old item"}
-    assert updated.version == active.version + 3
+    with pytest.raises(ss.Unavailable) as refused:
+        late.append_context(sid, ["late"], owner="alice")
+    assert not refused.value.maybe_applied
+    assert requests.operations == ["UpdateItem"]
+    assert scan(client, table) == before
+    clock.advance(seconds=TOKEN_HORIZON_S + 1)
+    requests.reset()
+    late.append_context(sid, ["late"], owner="alice")
+    # the refusal's item showed them; now they are old: removed, one UpdateItem
+    assert requests.operations == ["UpdateItem", "PutItem"]
+    left = set(stored(client, table, sid)["tk"]["M"])
+    assert "latet-0002" in left and len(left) <= 2  # a write removes at most TOKEN_CAP
+    assert _context(store_of(client, table, clock), sid)[-1] == "late"
 
 
 @pytest.mark.parametrize("status", ["initializing", "closing", "closed"])
@@ -354,8 +343,8 @@ def test_the_metadata_item_is_bounded_however_long_the_context(
         if n in (19, 39):
             sizes.append(sizing.item_size(stored(client, table, sid)))
     assert sizes[0] == sizes[1] < 2 * sizing.WRITE_UNIT_BYTES
-    # the widest item it could ever be: ids, stamps, tokens (ring and map), 4 KiB attributes
-    assert sizes[1] < METADATA_OVERHEAD < 8_000
+    # the widest item it could ever be: ids, stamps, a full token map, 4 KiB attributes
+    assert sizes[1] < METADATA_OVERHEAD < 8_500
 
 
 @pytest.mark.parametrize(

@@ -14,10 +14,11 @@ from botocore.exceptions import ReadTimeoutError
 
 import sessionstore as ss
 from sessionstore import schema, sizing, wire
-from sessionstore.metadata_writes import ATTRIBUTES_MAX_BYTES, TOKEN_CAP
-from sessionstore.pages import IN_FLIGHT_S
+from sessionstore.attributes import ATTRIBUTES_MAX_BYTES
+from sessionstore.context import IN_FLIGHT_S
 from sessionstore.retry import RetryPolicy
 from sessionstore.testing import Fault, FaultInjector, RequestLog
+from sessionstore.write_tokens import TOKEN_CAP
 
 from .conftest import scan
 
@@ -380,10 +381,11 @@ def test_widest_metadata_item_stays_within_the_limit(
 ) -> None:
     """The reserve used to be computed with 10**20 (2 bytes as a DynamoDB number) and 32-char
     tokens; a 64-character token factory then stored a 20,351 B item under a 20,000 B limit.
-    Now also: the attributes at their limit and a full token map of 64-character tokens. With
-    context pages the metadata item holds no messages, so everything it can hold -- widest
-    version, ttl, message and byte counters, ids, tokens -- must fit ``METADATA_OVERHEAD``
-    itself, the bound every write to it is billed by, up to the moment the context is full."""
+    Now also: the attributes at their limit and a full token map of 64-character tokens (named
+    by 22-character digests). With context pages the metadata item holds no messages, so
+    everything it can hold -- widest version, ttl, message and byte counters, ids, tokens --
+    must fit ``METADATA_OVERHEAD`` itself, the bound every write to it is billed by, up to the
+    moment the context is full."""
     sid, owner = "s" * 128, "o" * 128
     count, context_bytes = 987_654_321_000, 987_654_321_098_765  # 12 and 15 digits
     room = TOKEN_CAP + 40  # messages left before the context is full
@@ -398,7 +400,7 @@ def test_widest_metadata_item_stays_within_the_limit(
             max_context_bytes=context_bytes + 10**6,
         )
 
-    store().create_session(sid, owner=owner, ttl_seconds=316_224_000)
+    store("c").create_session(sid, owner=owner, ttl_seconds=316_224_000)
     # A long-lived session: version, ttl and context counters with many significant digits.
     client.update_item(
         TableName=table,
@@ -412,23 +414,20 @@ def test_widest_metadata_item_stays_within_the_limit(
             ":b": {"N": str(context_bytes)},
         },
     )
-    writer = store()
+    writer = store("w")
     version = writer.activate(sid, owner=owner).version
-    # attributes up to their limit: 3 + 16 x (4 + 250 + 1) = 4,083 B (pinned: the token goes
-    # to the ring, leaving the whole token map to the instances below)
+    # attributes up to their limit: 3 + 16 x (4 + 250 + 1) = 4,083 B
     filled = writer.update_attributes(
         sid, {f"a{i:03d}": "v" * 248 for i in range(16)}, owner=owner, expected_version=version
     )
     assert filled.attribute_bytes == 4_083 <= ATTRIBUTES_MAX_BYTES
-    # a full token map: TOKEN_CAP instances that append once and never come back
-    for i in range(TOKEN_CAP):
+    # a full token map: instances that append once and never come back
+    one_shot = TOKEN_CAP - len(_meta(client, table, sid)["tk"])
+    for i in range(one_shot):
         store(f"{i:02d}").append_context(sid, [f"{i:03d}" + "m" * 600], owner=owner)
+    assert len(_meta(client, table, sid)["tk"]) == TOKEN_CAP
     version = writer.get_session(sid, owner=owner).version
-    for n in range(schema.RING_SIZE):  # pinned writes fill the ring slots (attributes as wide)
-        version = writer.update_attributes(
-            sid, {"a000": f"{n:03d}" + "v" * 245}, owner=owner, expected_version=version
-        ).version
-    for n in range(100):  # appends pinned to a version (named in tk) fill the context
+    for n in range(100):  # pinned appends fill the context; each removes the writer's last token
         try:
             version = writer.append_context(
                 sid, [f"{n:03d}" + "m" * 600], owner=owner, expected_version=version
@@ -438,13 +437,11 @@ def test_widest_metadata_item_stays_within_the_limit(
             break
     else:
         pytest.fail("the context never filled up")
-    assert n == room - TOKEN_CAP
-    writer.begin_close(sid, owner=owner)  # two more tokens after the context is full
+    assert n == room - one_shot
+    writer.begin_close(sid, owner=owner)  # two more writes after the context is full
     writer.close(sid, owner=owner)
     raw = client.get_item(TableName=table, Key=schema.meta_key(sid), ConsistentRead=True)["Item"]
-    assert "context" not in raw and raw["messageCount"] == {"N": str(count + room)}
-    assert sum(1 for k in raw if k.startswith("w")) == schema.RING_SIZE
-    assert {k for k in raw if k.startswith("tx_")} == {"tx_active", "tx_closing", "tx_closed"}
+    assert raw["messageCount"] == {"N": str(count + room)}
     assert len(raw["tk"]["M"]) == TOKEN_CAP
     assert sizing.item_size(raw) <= ss.METADATA_OVERHEAD
     # and the reserve is not wildly generous
@@ -804,19 +801,13 @@ def test_retry_policy_refuses_fewer_than_one_attempt(attempts: Any) -> None:
 def test_a_pinned_appends_hole_in_flight_is_waited_for_not_skipped(
     client: Any, table: str, clock: ss.ManualClock
 ) -> None:
-    """A full token map (TOKEN_CAP commuting writes whose instances never came back) makes the
-    next append use the pinned form. While its page is in flight, another append lands after
-    it: a reader must stop before the hole (what it shows is a prefix of the context, and
-    reading on from its position misses nothing), not skip it."""
+    """An append pinned to a version (``expected_version``): while its page is in flight,
+    another append lands after it: a reader must stop before the hole (what it shows is a prefix
+    of the context, and reading on from its position misses nothing), not skip it."""
     sid = "s"
     ss.SessionStore(client, table, clock=clock).activate(
         ss.SessionStore(client, table, clock=clock).create_session(sid).session_id
     )
-    for i in range(TOKEN_CAP):  # fills tk: each instance names its token and never returns
-        ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds(f"i{i}")).update_attributes(
-            sid, {"n": i}
-        )
-    assert len(_meta(client, table, sid)["tk"]) == TOKEN_CAP
     writer = ss.SessionStore(ss.connect(client.meta.endpoint_url), table, clock=clock)
     rival = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds("r"))
     seen: list[list[Any]] = []
@@ -831,7 +822,8 @@ def test_a_pinned_appends_hole_in_flight_is_waited_for_not_skipped(
     writer.client.meta.events.register(
         "before-send.dynamodb.PutItem", rival_lands_and_a_reader_reads
     )
-    writer.append_context(sid, ["first"])
+    version = writer.get_session(sid).version
+    writer.append_context(sid, ["first"], expected_version=version)
     assert list(rival.context(sid)) == ["first", "second"]
     shown, (position,) = seen
     assert shown == [] and position is None  # stopped before the hole of "first"

@@ -37,12 +37,13 @@ from hypothesis import strategies as st
 
 import sessionstore as ss
 from sessionstore import codec
+from sessionstore.attributes import ATTRIBUTES_MAX_BYTES, RESERVED_ATTRIBUTE_NAMES, attributes_size
 from sessionstore.codec import decode
+from sessionstore.item import session_from_item
 from sessionstore.local import LocalDynamoDB
-from sessionstore.metadata_writes import ATTRIBUTES_MAX_BYTES, attributes_size
 from sessionstore.retry import RetryPolicy
-from sessionstore.store import RESERVED_ATTRIBUTE_NAMES
 from sessionstore.testing import RequestLog
+from sessionstore.tool_calls import record_from_item
 
 from .conftest import scan
 
@@ -304,17 +305,17 @@ class Env:
             assert "Item" not in response, f"a refused call created {session_id!r}"
             return
         item = {k: _DESER.deserialize(v) for k, v in response["Item"].items()}
-        assert ss.Session.from_item(item) == self.sessions[session_id]
+        assert session_from_item(item) == self.sessions[session_id]
 
     def audit_table(self) -> None:
         """The whole table is exactly the model: no stray item, no stray change."""
         items = [
             {k: _DESER.deserialize(v) for k, v in i.items()} for i in scan(self.client, self.table)
         ]
-        metas = {i["sessionId"]: ss.Session.from_item(i) for i in items if i["sk"] == "metadata"}
+        metas = {i["sessionId"]: session_from_item(i) for i in items if i["sk"] == "metadata"}
         assert metas == self.sessions
         stored = {
-            (i["sessionId"], i["toolCallId"]): ss.ToolCallRecord.from_item(i)
+            (i["sessionId"], i["toolCallId"]): record_from_item(i)
             for i in items
             if str(i["sk"]).startswith("tool#")
         }
@@ -898,7 +899,7 @@ def test_record_tool_call(env: Env) -> None:
                 },
             )["Item"]
             assert (
-                ss.ToolCallRecord.from_item({k: _DESER.deserialize(v) for k, v in item.items()})
+                record_from_item({k: _DESER.deserialize(v) for k, v in item.items()})
                 == record
             )
             env.records[(sid, tid)] = record

@@ -14,8 +14,8 @@ import pytest
 
 import sessionstore as ss
 from sessionstore import schema, sizing
+from sessionstore.context import IN_FLIGHT_S
 from sessionstore.local import LocalDynamoDB
-from sessionstore.pages import IN_FLIGHT_S
 from sessionstore.retry import RetryPolicy
 from sessionstore.testing import Fault, FaultInjector, RequestLog
 from sessionstore.testing.appenders import append_all, check
@@ -256,39 +256,6 @@ def test_an_earlier_sessions_pages_are_replaced_and_never_shown(
     assert list(store.context("s1", owner=OWNER)) == ["new"]
     assert store.load("s1", owner=OWNER).context == ["new"]
     assert _page(client, table, "s1", 0)["token"]["S"] != "old"
-
-
-def test_a_session_from_before_pages_still_reads_and_takes_appends(
-    client: Any, table: str, clock: ss.ManualClock, store: ss.SessionStore, active: ss.Session
-) -> None:
-    """The previous layout kept the context as a list in the metadata item: its messages come
-    first (seqs 0..L-1); appends go to pages after them."""
-    sid = active.session_id
-    client.update_item(
-        TableName=table,
-        Key={"pk": {"S": f"session#{sid}"}, "sk": {"S": "metadata"}},
-        UpdateExpression="SET #c = :old, contextBytes = :b REMOVE messageCount",
-        ExpressionAttributeNames={"#c": "context"},
-        ExpressionAttributeValues={
-            ":old": {"L": [{"S": '"old a"'}, {"S": '"old b"'}]},
-            ":b": {"N": "20"},
-        },
-    )
-    cold = _fresh(client, table, clock)
-    assert cold.get_session(sid, owner=OWNER).message_count == 2
-    assert list(cold.context(sid, owner=OWNER)) == ["old a", "old b"]
-    appended = cold.append_context(sid, ["new c", "new d"], owner=OWNER)
-    assert appended.message_count == 4
-    assert list(cold.context(sid, owner=OWNER)) == ["old a", "old b", "new c", "new d"]
-    assert cold.load(sid, owner=OWNER).context == ["old a", "old b", "new c", "new d"]
-    for after, want in [(0, ["old b", "new c", "new d"]), (1, ["new c", "new d"])]:
-        reader = cold.context(sid, owner=OWNER, after=after)
-        assert list(reader) == want and reader.position == 3
-    assert list(cold.context(sid, owner=OWNER, after=2)) == ["new d"]
-    assert _page(client, table, sid, 1)["first"] == {"N": "0"}  # pages count from 0
-
-
-# ------------------------------------------------------------------ cost
 
 
 def _append_wcu(client: Any, table: str, store: ss.SessionStore, sid: str, message: Any) -> int:

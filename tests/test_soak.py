@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 import sessionstore as ss
+from sessionstore.context import IN_FLIGHT_S
 from sessionstore.local import LocalDynamoDB
-from sessionstore.pages import IN_FLIGHT_S
 from sessionstore.testing import Fault, FaultInjector
 from sessionstore.testing.soak import (
     SoakPlan,

@@ -43,11 +43,12 @@ from ..codec import JSON
 from ..errors import DynamoDBError, SessionNotActive, SessionStoreError, Unavailable
 from ..expressions import Expr, all_of, live_session
 from ..ids import validate_id, validate_token
-from ..models import Session, ToolCallRecord
-from ..status import Status
+from ..item import live, session_from_item
+from ..lifecycle import Status
+from ..models import ToolCallRecord
 from ..store import SessionStore
+from ..tool_calls import record_from_item
 from ..wire import Cancelled, ConditionFailed, item_to_wire, send, to_python
-from ..writes import live
 
 CLAIM_PREFIX = "toolrun#"
 assert schema.META_SK < schema.TOOL_PREFIX < schema.GUARD_PREFIX < CLAIM_PREFIX
@@ -265,7 +266,7 @@ class ClaimToolCall:
             return existing
         if failure.failed(0):
             assert meta_old is not None
-            current = Session.from_item(meta_old)
+            current = session_from_item(meta_old)
             if current.status is not Status.ACTIVE:
                 raise SessionNotActive(self.session_id, current.status)
             if current.ttl != self.ttl:
@@ -336,7 +337,7 @@ def resolve(store: SessionStore, existing: Claim) -> Outcome:
     if guard is not None:
         item = _get(store, record_request(store.table_name, existing.session_id, guard["recordSk"]))
         if item is not None:
-            return Outcome(State.RECORDED, existing, ToolCallRecord.from_item(item))
+            return Outcome(State.RECORDED, existing, record_from_item(item))
     if store.clock.now_ms() < existing.lease_until_ms:
         return Outcome(State.IN_PROGRESS, existing)
     return Outcome(State.UNKNOWN, existing)

@@ -72,8 +72,8 @@ from ..errors import (
     Unavailable,
 )
 from ..ids import validate_id
+from ..lifecycle import Status
 from ..models import Session, ToolCallRecord
-from ..status import Status
 from . import claims
 from .claims import State, ToolCallIdReused
 from .protocol import (

@@ -58,8 +58,8 @@ from ..errors import (
     Unavailable,
     VersionConflict,
 )
+from ..lifecycle import TRANSITIONS, Status
 from ..models import Loaded, Session, ToolCallRecord
-from ..status import TRANSITIONS, Status
 from .faults import Fault, FaultInjector
 
 _DESER = TypeDeserializer()

@@ -1,10 +1,11 @@
-"""Context pages: a session's messages, one immutable item per append.
+"""Context accumulation: a session's messages, one immutable page item per append.
 
 An append is two writes (``SessionStore.append_context``):
 
 1. the metadata item reserves the seqs -- ``messageCount`` goes up by the number of messages,
    under every guard of a metadata write (alive, owner, active, room left, the request token in
-   ``tk``; ``metadata_writes.AppendEdit``);
+   ``tk``; ``AppendEdit`` on ``locking.MetadataWrite``), last writer wins: concurrent appends
+   never refuse each other;
 2. ``WritePage`` puts the page ``msg#<last seq>`` holding them, with the session's ttl.
 
 Why not one transaction: a transactional write costs 2 WCU per started KB of *each* item, so
@@ -29,10 +30,12 @@ Pages never change and are never deleted by the store: TTL removes them with the
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
-from . import schema
+from . import codec, schema, sizing
 from .codec import JSON, decode
 from .errors import (
     ContextFull,
@@ -43,17 +46,19 @@ from .errors import (
     Unavailable,
 )
 from .expressions import Expr
-from .metadata_writes import SEQ_SPAN, token_seq, token_time
-from .models import Session
-from .status import Status
+from .ids import MAX_TOKEN_LENGTH
+from .lifecycle import Status
 from .wire import Cancelled, ConditionFailed
-from .writes import gave_up, ring_entries
+from .write_tokens import SEQ_SPAN, key, token_seq, token_time
+
+if TYPE_CHECKING:
+    from .models import Session
 
 #: A page's attribute names (they count in every page's size).
 FIRST = "first"  # the seq of its first message
 MESSAGES = "messages"  # the messages' JSON text, in order
 TOKEN = "token"  # the append's request token
-INCARNATION = "createToken"  # the session's (``Session.incarnation``): pages of an earlier
+INCARNATION = "incarnation"  # the session's (``Session.incarnation``): pages of an earlier
 # session under the same id are told apart by it, not only by a ttl compared with our clock
 
 #: A hole whose reservation is younger than this (seconds) may still be filled: readers stop
@@ -81,68 +86,49 @@ def page_item(
     }
 
 
+@dataclass(slots=True)
 class AppendEdit:
-    """``append_context``, its first step: reserve the next ``count`` seqs of an active session
-    whose context has room, and count the bytes -- the messages themselves go to a page item
-    afterwards (``pages.WritePage``), so this write's size never depends on the context's.
+    """``append_context``, its first step (an ``Edit`` for ``locking.MetadataWrite``): reserve
+    the next ``count`` seqs of an active session whose context has room, and count the bytes.
+    The messages go to a page item afterwards (``WritePage``), so this write's size never
+    depends on the context's.
 
-    ``messageCount`` only grows, so the room condition needs no exact item and appends commute.
-    The seqs reserved are ``[messageCount before, messageCount after)``: a commuting attempt
-    keeps the first one in its ``tk`` entry (``SEQ_SPAN``), so a lost response still tells
-    which seqs the landed attempt got; a pinned attempt is built on the exact item and knows it.
+    ``messageCount`` only grows, so the room condition needs no exact item. The seqs reserved
+    are ``[messageCount before, messageCount after)``; the write keeps the first one in its
+    token's entry (``write_tokens``), so even after a lost response the item says which seqs
+    the landed attempt got, and the page goes there, once.
     """
 
-    __slots__ = ("added", "count", "max_bytes", "max_messages", "pinned_seq", "session_id")
-
-    named_when_expected = True
-
-    def __init__(
-        self,
-        session_id: str,
-        count: int,
-        added: int,
-        max_messages: int,
-        max_bytes: int,
-    ) -> None:
-        self.session_id = session_id
-        self.count = count
-        self.added = added
-        self.max_messages = max_messages
-        self.max_bytes = max_bytes
-        self.pinned_seq: int | None = None  # the first seq of the last pinned attempt
+    session_id: str
+    count: int
+    added: int
+    max_messages: int
+    max_bytes: int
 
     def clauses(self, e: Expr, exact: Session | None) -> tuple[str, str, str]:
-        e.names.update(_NAMES)
-        values = e.values
-        values[":n"] = {"N": str(self.count)}
-        values[":added"] = {"N": str(self.added)}
-        values[":zero"] = _ZERO
-        values[":roomn"] = {"N": str(self.max_messages - self.count)}
-        values[":roomb"] = {"N": str(self.max_bytes - self.added)}
-        values[":active"] = _ACTIVE
-        if exact is not None:
-            self.pinned_seq = exact.paged_count
-        return _RESERVE, "", _ROOM
+        count, size = e.n("messageCount"), e.n("contextBytes")
+        sets = f"{count} = {count} + {e.v(self.count)}, {size} = {size} + {e.v(self.added)}"
+        condition = (
+            f"{e.n('status')} = {e.v(Status.ACTIVE.value)}"
+            f" AND {count} <= {e.v(self.max_messages - self.count)}"
+            f" AND {size} <= {e.v(self.max_bytes - self.added)}"
+        )
+        return sets, "", condition
 
     def token_value(self, e: Expr, now_s: int) -> str:
-        e.values[":stamp"] = {"N": str(now_s * SEQ_SPAN)}
-        return "if_not_exists(#messageCount, :zero) + :stamp"
-
-    def ring_value(self, token: str, now_s: int) -> str:
-        # A pinned attempt is built on the exact item: its seq is known. Readers see it here.
-        assert self.pinned_seq is not None
-        return reservation_entry(token, self.pinned_seq, now_s)
+        # The count before this write is the first seq it reserves (SET reads the old item).
+        return f"{e.n('messageCount')} + {e.v(now_s * SEQ_SPAN)}"
 
     def judge(self, current: Session) -> Session | None:
         if current.status is not Status.ACTIVE:
             raise SessionNotActive(self.session_id, current.status)
         if (
-            current.paged_count + self.count > self.max_messages
+            current.message_count + self.count > self.max_messages
             or current.context_bytes + self.added > self.max_bytes
         ):
             raise ContextFull(
                 self.session_id,
-                current.paged_count,
+                current.message_count,
                 current.context_bytes,
                 self.count,
                 self.added,
@@ -154,34 +140,14 @@ class AppendEdit:
     def needs_exact(self, current: Session) -> bool:
         return False
 
-    def first_seq(self, session: Session, token: str) -> int:
-        """The first (paged) seq the landed attempt reserved; ``session`` is what it returned."""
-        tokens = session.write_tokens
-        if tokens is not None and token in tokens:
-            return token_seq(int(tokens[token]))
-        assert self.pinned_seq is not None  # not named, so a pinned attempt landed
-        return self.pinned_seq
+
+def first_seq(session: Session, token: str) -> int:
+    """The first seq the landed reservation named ``token`` got; ``session`` is the item it
+    left (or a later copy: the entry stays until the write has ended)."""
+    return token_seq(session.write_tokens[key(token)])
 
 
-_NAMES = {
-    "#messageCount": "messageCount",
-    "#contextBytes": "contextBytes",
-    "#status": "status",
-}
-# ``if_not_exists``: a session from before context pages has no ``messageCount`` (its inline
-# messages come first; pages count from 0 after them).
-_RESERVE = (
-    "#messageCount = if_not_exists(#messageCount, :zero) + :n, "
-    "#contextBytes = #contextBytes + :added"
-)
-_ROOM = (
-    "#status = :active AND #contextBytes <= :roomb "
-    "AND (attribute_not_exists(#messageCount) OR #messageCount <= :roomn)"
-)
-_ACTIVE = {"S": Status.ACTIVE.value}
-_ZERO = {"N": "0"}
-
-
+@dataclass(slots=True)
 class WritePage:
     """PutItem of one page, if its key is free -- or held by a page of an earlier session under
     the same id (another incarnation, or a ttl that has passed: TTL deletes late). A refusal
@@ -189,18 +155,13 @@ class WritePage:
     (``PAGE_DEADLINE_S``): ``Unavailable``, and the driver says whether an earlier attempt may
     have landed."""
 
-    __slots__ = ("deadline_ms", "item", "session_id", "table", "token")
+    table: str
+    session_id: str
+    item: dict[str, Any]
+    token: str
+    deadline_ms: int
 
     operation = "put_item"
-
-    def __init__(
-        self, table: str, session_id: str, item: dict[str, Any], token: str, deadline_ms: int
-    ) -> None:
-        self.session_id = session_id
-        self.token = token
-        self.table = table
-        self.item = item
-        self.deadline_ms = deadline_ms
 
     def request(self, now_ms: int) -> dict[str, Any]:
         if now_ms > self.deadline_ms:
@@ -241,7 +202,10 @@ class WritePage:
         pass
 
     def exhausted(self, attempts: int) -> SessionStoreError:
-        return gave_up(f"context page of session {self.session_id!r}", attempts)
+        return Unavailable(
+            f"context page of session {self.session_id!r}: gave up after {attempts} attempts",
+            maybe_applied=False,
+        )
 
 
 class ContextReader(Iterator[JSON]):
@@ -270,14 +234,11 @@ def validate_after(after: object) -> int | None:
     return after
 
 
-def first_page_key(session: Session, after: int | None) -> str | None:
+def first_page_key(after: int | None) -> str | None:
     """Where a page Query starts for messages after ``after``: the key of the page that holds
     seq ``after + 1`` is the first one at or above ``msg#<after + 1>`` (pages are keyed by their
     last seq). None: start with the first page."""
-    inline = len(session.inline_context)
-    if after is None or after + 1 <= inline:
-        return None
-    return schema.page_sk(after + 1 - inline)
+    return None if after is None else schema.page_sk(after + 1)
 
 
 def read_context(
@@ -288,9 +249,8 @@ def read_context(
     recent: list[int],
 ) -> Iterator[tuple[int, str]]:
     """``(seq, JSON text)`` of every message after ``after`` in the context as ``session`` (the
-    metadata item read first) counts it: the inline messages of a session from before pages,
-    then the pages in key order (python-typed items, as they come from the Query). ``recent``:
-    ``recent_reservations`` of that metadata item.
+    metadata item read first) counts it, from the pages in key order (python-typed items, as
+    they come from the Query). ``recent``: ``recent_reservations`` of that metadata item.
 
     Only seqs the metadata item had reserved when it was read are shown, so a read is a
     snapshot of the appends that had begun by then. At a hole whose reservation is recent (an
@@ -298,17 +258,12 @@ def read_context(
     writes) is skipped. Pages of another incarnation or whose ttl has passed belong to an
     earlier session under the same id, not yet swept: left out.
     """
-    inline = session.inline_context
-    offset = len(inline)
     start = -1 if after is None else after
-    for seq, text in enumerate(inline):
-        if seq > start:
-            yield seq, text
-    reserved = session.paged_count
-    expected = max(0, start + 1 - offset)  # the paged seq the next page should start at
+    reserved = session.message_count
+    expected = start + 1  # the seq the next page should start at
     incarnation = session.incarnation
     for item in page_items:
-        if int(item["ttl"]) <= now_s or item.get(INCARNATION, incarnation) != incarnation:
+        if int(item["ttl"]) <= now_s or item.get(INCARNATION) != incarnation:
             continue
         first = int(item[FIRST])
         if first >= reserved:
@@ -317,30 +272,51 @@ def read_context(
             return  # an append in flight: what follows the hole waits for it
         messages = item[MESSAGES]
         for i, text in enumerate(messages):
-            seq = offset + first + i
-            if seq > start and first + i < reserved:
+            seq = first + i
+            if seq > start and seq < reserved:
                 yield seq, text
-        expected = first + len(messages)
-
-
-def reservation_entry(token: str, first_seq: int, now_s: int) -> str:
-    """A pinned append's ring slot: its token, the first seq it reserved, its time."""
-    return f"{token} {first_seq} {now_s}"
+        expected = max(expected, first + len(messages))
 
 
 def recent_reservations(item: dict[str, Any], now_s: int) -> list[int]:
     """First seqs of the appends that reserved them less than ``IN_FLIGHT_S`` ago, from the
-    metadata item (python-typed): commuting appends name theirs in ``tk`` (other writes' entries
-    hold a bare time, below ``SEQ_SPAN``), pinned ones in their ring slot (``token seq time``)."""
+    metadata item (python-typed): their ``tk`` entries (other writes' hold a bare time, below
+    ``SEQ_SPAN``)."""
     horizon = now_s - IN_FLIGHT_S
-    seqs = [
+    return [
         token_seq(v)
-        for value in (item.get("tk") or {}).values()
+        for value in item["tk"].values()
         if (v := int(value)) >= SEQ_SPAN and token_time(v) > horizon
     ]
-    seqs += [int(seq) for _, seq, at in _reservation_entries(item) if int(at) > horizon]
-    return seqs
 
 
-def _reservation_entries(item: dict[str, Any]) -> list[list[str]]:
-    return [entry for entry in ring_entries(item) if len(entry) == 3]
+_MESSAGE_LABEL = "messages[{}]"
+
+
+def message_texts(messages: object) -> list[str]:
+    """Each message's exact JSON text, validated."""
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise InvalidInput("messages must be a list of JSON values")
+    if not messages:
+        raise InvalidInput("messages must not be empty")
+    return [codec.encode(m, partial(_MESSAGE_LABEL.format, i)) for i, m in enumerate(messages)]
+
+
+#: A page holding no message, with the widest seq, ttl and incarnation, for an empty session
+#: id and an empty request token: a page's size is this plus the id, the token, and per message
+#: its text and 1 byte.
+_EMPTY_PAGE_SIZE = sizing.item_size(
+    page_item("", SEQ_SPAN - 1, [], int("9" * 11), "", "x" * MAX_TOKEN_LENGTH)
+)
+
+
+def page_size(session_id: str, token: str, texts: list[str]) -> int:
+    """An upper bound of the size of the page these messages will take (before the seqs are
+    known: sized at the widest)."""
+    return (
+        _EMPTY_PAGE_SIZE
+        + len(session_id)
+        + len(token)
+        + sum(map(sizing.text_size, texts))
+        + len(texts)
+    )

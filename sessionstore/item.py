@@ -1,0 +1,140 @@
+"""The session's metadata item: its fields, its one parser, and the bound of its size.
+
+===============  =========================================================================
+attribute        holds
+===============  =========================================================================
+``pk``, ``sk``   ``session#<id>``, ``metadata`` (``schema``)
+``sessionId``    the id
+``version``      goes up by one with every write (``locking``)
+``status``       ``initializing`` / ``active`` / ``closing`` / ``closed`` (``lifecycle``)
+``owner``        the principal it belongs to; absent for an unowned session
+``createdAt``    ISO-8601 UTC, milliseconds; ``updatedAt`` likewise, moved by every write
+``ttl``          epoch seconds; DynamoDB's TTL deletes the item (late) after it
+``incarnation``  unique per creation: tells a session from an earlier one under the same id
+``messageCount``  seqs reserved for the context (``context``); ``contextBytes`` their bytes
+``attrs``        the session's attributes, name -> JSON text (``attributes``);
+                 ``attrBytes`` an upper bound of the map's size
+``tk``           request tokens of recent writes (``write_tokens``)
+===============  =========================================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from . import schema, sizing
+from .attributes import ATTRIBUTES_MAX_BYTES
+from .errors import SessionExpired, SessionNotFound
+from .ids import MAX_ID_LENGTH, MAX_TOKEN_LENGTH
+from .lifecycle import Status
+from .models import Attributes, Session
+from .wire import item_to_wire
+from .write_tokens import KEY_LENGTH, SEQ_SPAN, TOKEN_CAP, key
+
+_STATUS = {s.value: s for s in Status}
+
+
+def session_from_item(item: Mapping[str, Any]) -> Session:
+    """The metadata item (python-typed, as ``wire.to_python`` gives it) as a ``Session``."""
+    return Session(
+        session_id=item["sessionId"],
+        version=int(item["version"]),
+        status=_STATUS[item["status"]],
+        owner=item.get("owner"),
+        created_at=item["createdAt"],
+        updated_at=item["updatedAt"],
+        ttl=int(item["ttl"]),
+        message_count=int(item["messageCount"]),
+        context_bytes=int(item["contextBytes"]),
+        incarnation=item["incarnation"],
+        attributes=Attributes(dict(item["attrs"])),
+        attribute_bytes=int(item["attrBytes"]),
+        write_tokens={k: int(v) for k, v in item["tk"].items()},
+    )
+
+
+def new_item(
+    session_id: str,
+    owner: str | None,
+    stamp: str,
+    ttl: int,
+    token: str,
+    token_value: int,
+    attrs: Mapping[str, str],
+    attr_bytes: int,
+) -> dict[str, Any]:
+    """A new session's metadata item (python-typed). Its incarnation is the create's token,
+    which it also names in ``tk`` like every write."""
+    item: dict[str, Any] = {
+        "pk": schema.pk(session_id),
+        "sk": schema.META_SK,
+        "sessionId": session_id,
+        "version": 1,
+        "status": Status.INITIALIZING.value,
+        "createdAt": stamp,
+        "updatedAt": stamp,
+        "ttl": ttl,
+        "incarnation": token,
+        "messageCount": 0,
+        "contextBytes": 0,
+        "attrs": dict(attrs),
+        "attrBytes": attr_bytes,
+        "tk": {key(token): token_value},
+    }
+    if owner is not None:
+        item["owner"] = owner
+    return item
+
+
+def owned(item: Mapping[str, Any], owner: str | None) -> bool:
+    return item.get("owner") == owner
+
+
+def live(session_id: str, item: Mapping[str, Any] | None, owner: str | None, now_s: int) -> Session:
+    """The item as a Session, or the error that explains why there is none. Another owner's
+    session looks exactly like a missing one."""
+    if item is None or not owned(item, owner):
+        raise SessionNotFound(session_id)
+    if int(item["ttl"]) <= now_s:
+        raise SessionExpired(session_id, int(item["ttl"]))
+    return session_from_item(item)
+
+
+#: The widest numbers the item can hold: DynamoDB sizes a number by its significant digits, so
+#: the bound uses all-nines, not powers of ten (10**20 is 2 bytes, 9...9 is 11).
+WIDEST_TTL = int("9" * 11)  # epoch seconds past the year 5000
+WIDEST_COUNT = SEQ_SPAN - 1  # more messages than any limit allows
+WIDEST_CONTEXT_BYTES = int("9" * 15)
+
+
+def _max_size() -> int:
+    widest_token = "x" * MAX_TOKEN_LENGTH
+    widest = new_item(
+        "x" * MAX_ID_LENGTH,
+        "x" * MAX_ID_LENGTH,
+        "x" * 24,
+        WIDEST_TTL,
+        widest_token,
+        0,
+        {},
+        int("9" * len(str(ATTRIBUTES_MAX_BYTES))),
+    )
+    widest.update(
+        version=int("9" * 20),
+        status=max((s.value for s in Status), key=len),
+        messageCount=WIDEST_COUNT,
+        contextBytes=WIDEST_CONTEXT_BYTES,
+        # a string as long as the largest attributes map is sized the same as that map
+        attrs="x" * ATTRIBUTES_MAX_BYTES,
+        tk={
+            f"{i:03d}".rjust(KEY_LENGTH, "x"): WIDEST_TTL * SEQ_SPAN + WIDEST_COUNT
+            for i in range(TOKEN_CAP)
+        },
+    )
+    return sizing.item_size(item_to_wire(widest))
+
+
+#: The most bytes a metadata item can take, whatever the session holds: its messages are in
+#: page items, so this bounds what every write to it is billed, however long the session.
+METADATA_OVERHEAD = _max_size()

@@ -1,0 +1,178 @@
+"""Optimistic locking: the version condition, and the one write plan for the metadata item.
+
+Every write to the metadata item bumps ``version`` by one, so a reader can tell two copies
+apart. Whether the write is *conditioned* on the version is the caller's choice
+(``version_guard``), as PynamoDB's ``_handle_version_attribute`` does it:
+
+* **pinned** -- ``version = :expected``: what ``expected_version`` asks for, and what a change
+  computed from the item as read needs (``update_status``). A stale version is retried with the
+  version the refusal's ALL_OLD carries (one request per retry, never a re-read), or raised as
+  ``VersionConflict`` when the caller named the version;
+* **last writer wins** -- no version condition: appends and attribute changes are right on top
+  of whatever version is current, so concurrent writers never refuse each other (a retried
+  conflict would have re-sent the same change anyway).
+
+``MetadataWrite`` is that write: the guards every write has (the session exists, is alive and
+is the caller's), the edit's own clauses and condition (``Edit``: a transition, a status
+update, attributes, a context reservation), the version guard, and the request token
+(``write_tokens``). Its refusal interpreter reads the item ALL_OLD returned, once, in order:
+our token (our lost attempt landed), not live (not found / expired), the edit's verdict (already
+done, or not allowed), a stale version, a full token map, an exact bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from . import schema, write_tokens
+from .attempts import RETRY, Retry
+from .clock import format_timestamp
+from .errors import (
+    ConflictRetriesExhausted,
+    DynamoDBError,
+    SessionStoreError,
+    Unavailable,
+    VersionConflict,
+)
+from .expressions import Expr, all_of, live_session
+from .item import live, owned, session_from_item
+from .models import Session
+from .wire import Cancelled, ConditionFailed, to_python
+
+
+def version_guard(e: Expr, version: int | None) -> tuple[str, str]:
+    """``(condition, SET action)`` for the version: pinned to ``version``, or -- None -- last
+    writer wins (no condition). Either way the version goes up by exactly one."""
+    v = e.n("version")
+    condition = "" if version is None else f"{v} = {e.v(version)}"
+    return condition, f"{v} = {v} + {e.v(1)}"
+
+
+class Edit(Protocol):
+    """What a write to the metadata item changes, besides the version, ``updatedAt`` and the
+    request token (which ``MetadataWrite`` adds)."""
+
+    def clauses(self, e: Expr, exact: Session | None) -> tuple[str, str, str]:
+        """``(SET actions, REMOVE actions, condition)``, each possibly empty. ``exact`` is the
+        item the attempt is pinned to, when the edit asked for it (``needs_exact``)."""
+        ...
+
+    def token_value(self, e: Expr, now_s: int) -> str:
+        """What the write stores under its token (an expression)."""
+        ...
+
+    def judge(self, current: Session) -> Session | None:
+        """After a refusal, on the live item: a result (nothing to write), None (write it), or
+        raise the typed error (not allowed)."""
+        ...
+
+    def needs_exact(self, current: Session) -> bool:
+        """The clauses built without the item would be refused on ``current``, though the
+        change fits: pin the next attempt to it."""
+        ...
+
+
+@dataclass(slots=True)
+class MetadataWrite:
+    """One write to the metadata item, run by the attempt driver (``attempts.drive``).
+
+    ``version``: pinned to it, or None (last writer wins). ``expected``: the version is the
+    caller's, so a stale one raises ``VersionConflict`` instead of being retried.
+    ``seen_tokens`` / ``settled``: what ``write_tokens.removable`` may remove.
+    """
+
+    table: str
+    session_id: str
+    owner: str | None
+    token: str
+    edit: Edit
+    remember: Callable[[Session], None]
+    version: int | None = None
+    expected: bool = False
+    seen_tokens: Mapping[str, int] | None = None
+    settled: tuple[str, ...] = ()
+    exact: Session | None = None
+    removed: tuple[str, ...] = ()  # the tokens the last attempt removes
+    attempted: int | None = None  # the version the last pinned attempt expected
+    current: Session | None = field(default=None, repr=False)
+
+    operation = "update_item"
+
+    def request(self, now_ms: int) -> dict[str, Any]:
+        e = Expr()
+        now_s = now_ms // 1000
+        alive = live_session(e, owner=self.owner, now_s=now_s)
+        sets, removes, edit_condition = self.edit.clauses(e, self.exact)
+        version_condition, version_set = version_guard(e, self.version)
+        self.attempted = self.version
+        self.removed = write_tokens.removable(self.seen_tokens, self.settled, self.token, now_s)
+        token_condition, token_set, token_removes = write_tokens.name_token(
+            e, self.token, self.edit.token_value(e, now_s), self.removed, self.seen_tokens
+        )
+        stamp = f"{e.n('updatedAt')} = {e.v(format_timestamp(now_ms))}"
+        update = "SET " + ", ".join(s for s in (sets, stamp, version_set, token_set) if s)
+        dropped = ", ".join(r for r in (removes, token_removes) if r)
+        if dropped:
+            update += " REMOVE " + dropped
+        return {
+            "TableName": self.table,
+            "Key": schema.meta_key(self.session_id),
+            "UpdateExpression": update,
+            "ConditionExpression": all_of(
+                alive, edit_condition, version_condition, token_condition
+            ),
+            "ReturnValues": "ALL_NEW",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            **e.params(),
+        }
+
+    def succeeded(self, response: dict[str, Any]) -> Session:
+        return self._keep(session_from_item(to_python(response["Attributes"]) or {}))
+
+    def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Session | Retry:
+        assert isinstance(failure, ConditionFailed)
+        old = failure.old
+        self.removed = ()  # which attempt landed is unknown: keep them for the next write
+        if old is not None and owned(old, self.owner) and write_tokens.carries(old, self.token):
+            return self._keep(session_from_item(old))  # our lost attempt had landed
+        current = self._keep(live(self.session_id, old, self.owner, now_ms // 1000))
+        self.current = current
+        self.seen_tokens = current.write_tokens
+        done = self.edit.judge(current)
+        if done is not None:
+            return done
+        if self.version is not None and current.version != self.version:
+            if self.expected:
+                raise VersionConflict(self.session_id, self.version, current)
+            self.version = current.version  # optimistic retry, on the version ALL_OLD shows
+            self.exact = current if self.exact is not None else None
+            return RETRY
+        tokens = current.write_tokens
+        if len(tokens) >= write_tokens.TOKEN_CAP:
+            gone = write_tokens.removable(tokens, self.settled, self.token, now_ms // 1000)
+            if any(k in tokens for k in gone):
+                return RETRY  # removes them this time, which makes room
+            raise Unavailable(
+                f"session {self.session_id!r}: {len(current.write_tokens)} writes of the last "
+                f"{write_tokens.TOKEN_HORIZON_S} s hold request tokens; try again later",
+                maybe_applied=False,
+            )
+        if self.exact is None and self.edit.needs_exact(current):
+            self.version, self.exact = current.version, current
+            return RETRY
+        # Every condition holds on the item as it is: nothing explains the refusal.
+        raise DynamoDBError("ConditionalCheckFailedException", repr(old))
+
+    def maybe_landed(self) -> None:
+        pass  # the token settles it: a landed attempt is found in ``tk`` by the next refusal
+
+    def exhausted(self, attempts: int) -> SessionStoreError:
+        assert self.current is not None  # a conflict was seen, so the item was too
+        attempted = self.current.version if self.attempted is None else self.attempted
+        return ConflictRetriesExhausted(self.session_id, attempted, self.current, attempts)
+
+    def _keep(self, session: Session) -> Session:
+        self.remember(session)
+        return session
