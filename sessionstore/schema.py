@@ -15,6 +15,7 @@ Query, each in order, without the guards; ``sk BETWEEN "metadata" AND "msg$"`` r
 metadata and the context alone. A page is keyed by
 its *last* message's seq (fixed width, so key order is message order): the page holding seq ``k``
 is the first one whose key is ``>= msg#<k>``, so reading from any position needs no probe.
+The metadata item's fields are in ``sessionstore.item``.
 """
 
 from __future__ import annotations
@@ -35,10 +36,6 @@ PAGES_END = "msg$"
 TOOLS_END = "tool$"
 SEQ_DIGITS = 12
 
-#: Versioned writes put their request token in slot ``w<new_version % RING_SIZE>``; a retry whose
-#: condition fails finds its own token there (in ALL_OLD) if the first attempt had landed.
-RING_SIZE = 16
-
 
 def pk(session_id: str) -> str:
     return f"session#{session_id}"
@@ -46,10 +43,6 @@ def pk(session_id: str) -> str:
 
 def meta_key(session_id: str) -> dict[str, Any]:
     return {"pk": {"S": pk(session_id)}, "sk": {"S": META_SK}}
-
-
-def ring_slot(version: int) -> str:
-    return f"w{version % RING_SIZE}"
 
 
 def page_sk(last_seq: int) -> str:
