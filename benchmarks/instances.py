@@ -131,7 +131,9 @@ def measure(endpoint_url: str, fresh: int, writers: int, appends: int) -> tuple[
     context = Counter(ss.SessionStore(client, table).load(sid).context)
     doubled = sum(n - 1 for n in context.values() if n > 1)
     stored = sum(p.committed for p in phases)
-    check = f"{len(context)} distinct messages stored for {stored} committed appends, {doubled} doubled"
+    check = (
+        f"{len(context)} distinct messages stored for {stored} committed appends, {doubled} doubled"
+    )
     return phases, check
 
 

@@ -80,9 +80,9 @@ class Driver(Generic[R]):
 
     __slots__ = ("cause", "last", "plan", "resends", "uncertain", "what")
 
-    def __init__(self, plan: Plan[R], what: str | Callable[[], str]) -> None:
+    def __init__(self, plan: Plan[R], what: str) -> None:
         self.plan = plan
-        self.what = what if isinstance(what, str) else what()
+        self.what = what
         self.uncertain = False  # some attempt may have landed and nothing has proven otherwise
         self.resends = 0
         self.last: str = "conflict"
@@ -151,10 +151,10 @@ def drive(
     send: Callable[[str, dict[str, Any]], Any],
     clock: Clock,
     retry: RetryPolicy,
-    what: str | Callable[[], str],
+    what: str,
 ) -> R:
     """Run ``plan`` to its ending (see the module docstring). ``what`` names the write in
-    error messages; a callable is asked only when an attempt has failed."""
+    error messages."""
     tally = telemetry.current()
     if tally is None:  # telemetry off: nothing to count
         return _drive(plan, send, clock, retry, what, None)
@@ -179,12 +179,10 @@ def _drive(
     send: Callable[[str, dict[str, Any]], Any],
     clock: Clock,
     retry: RetryPolicy,
-    what: str | Callable[[], str],
+    what: str,
     tally: Tally | None,
 ) -> R:
-    # Most writes succeed at their first attempt: the bookkeeping of failures (``Driver``) is
-    # made only once one has happened, since an attempt that succeeds needs none of it.
-    driver: Driver[R] | None = None
+    driver = Driver(plan, what)
     for attempt in range(retry.max_attempts):
         now_ms = clock.now_ms()
         failure: Refused | Unavailable
@@ -193,11 +191,9 @@ def _drive(
         except (Refused, Unavailable) as exc:
             failure = exc
         except SessionStoreError as exc:  # e.g. refused as too large, an unexpected code
-            (driver or Driver(plan, what)).fail(exc)
+            driver.fail(exc)
         else:
             return plan.succeeded(result)
-        if driver is None:
-            driver = Driver(plan, what)
         # Interpreted outside the ``except``: a typed error must not arrive chained to an
         # internal exception the caller never raised.
         verdict = driver.outcome(None, failure, now_ms)
@@ -207,7 +203,6 @@ def _drive(
             tally.conflicts += 1
         if attempt + 1 < retry.max_attempts:
             retry.backoff(attempt)
-    assert driver is not None  # every attempt failed
     raise driver.ending(retry.max_attempts) from driver.cause
 
 

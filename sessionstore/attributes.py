@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING
 
 from . import codec
@@ -77,7 +76,7 @@ def attribute_texts(values: object, what: str) -> tuple[dict[str, str], int]:
     added = 0
     for name, value in values.items():
         validate_name(name)
-        texts[name] = text = codec.encode(value, partial("{}[{!r}]".format, what, name))
+        texts[name] = text = codec.encode(value, f"{what}[{name!r}]")
         added += attribute_bytes(name, text)
     return texts, added
 

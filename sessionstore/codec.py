@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from functools import partial
 from typing import Any, TypeAlias
 
 from .errors import InvalidInput
@@ -26,16 +25,7 @@ MAX_DEPTH = 256
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-#: What names a value in an error: its text, or a callable asked only when there is an error
-#: (``"messages[3]"`` costs a string per message; most messages are fine).
-Label: TypeAlias = str | Callable[[], str]
-
-
-def _name(what: Label) -> str:
-    return what if isinstance(what, str) else what()
-
-
-def _check(value: object, what: Label, depth: int = 0) -> None:
+def _check(value: object, what: str, depth: int = 0) -> None:
     """Only JSON types (``list``, ``dict`` with ``str`` keys: ``json.dumps`` would take tuples
     and turn int keys into text), at most ``MAX_DEPTH`` levels. Recursion is bounded by the
     depth check. Floats and text are checked on the encoded result (``encode``)."""
@@ -43,7 +33,7 @@ def _check(value: object, what: Label, depth: int = 0) -> None:
     if kind in _SCALARS:
         return
     if depth >= MAX_DEPTH and (kind is list or kind is dict) and value:
-        raise InvalidInput(f"{_name(what)} nests deeper than {MAX_DEPTH} levels")
+        raise InvalidInput(f"{what} nests deeper than {MAX_DEPTH} levels")
     if kind is list:
         for child in value:  # type: ignore[attr-defined]
             if type(child) not in _SCALARS:
@@ -51,60 +41,37 @@ def _check(value: object, what: Label, depth: int = 0) -> None:
     elif kind is dict:
         for key, child in value.items():  # type: ignore[attr-defined]
             if type(key) is not str:
-                raise InvalidInput(f"{_name(what)} has a non-string object key {key!r}")
+                raise InvalidInput(f"{what} has a non-string object key {key!r}")
             if type(child) not in _SCALARS:
                 _check(child, what, depth + 1)
     elif isinstance(value, str | int | float):  # subclasses (IntEnum, str enums): as JSON does
         return
     else:
-        raise InvalidInput(f"{_name(what)} holds a {kind.__name__}, which is not a JSON value")
+        raise InvalidInput(f"{what} holds a {kind.__name__}, which is not a JSON value")
 
 
-def _not_json(value: object) -> None:
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+_EXACT = partial(json.dumps, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_CANONICAL = partial(json.dumps, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
-def _encoder(*, sort_keys: bool, allow_nan: bool) -> Callable[[JSON], str]:
-    """What ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), ...)`` returns.
-
-    ``JSONEncoder.encode`` makes a new C encoder on every call; this one is made once (it
-    holds no state between calls, so one per process serves every thread). Without the
-    circular-reference markers: every value it is given has passed ``_check`` (``encode``,
-    ``validate``), which refuses anything nested past ``MAX_DEPTH`` -- as a cycle would be."""
-    if c_make_encoder is None:  # no C accelerator: the stock encoder
-        stock = json.JSONEncoder(
-            ensure_ascii=False, sort_keys=sort_keys, allow_nan=allow_nan, separators=(",", ":")
-        )
-        return stock.encode
-    chunks = c_make_encoder(
-        None, _not_json, encode_basestring, None, ":", ",", sort_keys, False, allow_nan
-    )
-    join = "".join
-    return lambda value: join(chunks(value, 0))
-
-
-_EXACT = _encoder(sort_keys=False, allow_nan=False)
-_CANONICAL = _encoder(sort_keys=True, allow_nan=True)
-
-
-def encode(value: JSON, what: Label = "value") -> str:
+def encode(value: JSON, what: str = "value") -> str:
     """Exact JSON text of ``value``; raises ``InvalidInput`` for anything JSON can't hold."""
     _check(value, what)
     try:
         text = _EXACT(value)
     except ValueError as exc:  # NaN / Infinity, or an int past 4300 digits
-        raise InvalidInput(f"{_name(what)} cannot be written as JSON: {exc}") from exc
+        raise InvalidInput(f"{what} cannot be written as JSON: {exc}") from exc
     except (TypeError, RecursionError) as exc:
-        raise InvalidInput(f"{_name(what)} cannot be written as JSON: {exc}") from exc
+        raise InvalidInput(f"{what} cannot be written as JSON: {exc}") from exc
     if not text.isascii():  # ASCII text holds no surrogate
         try:
             text.encode("utf-8")  # a lone surrogate, in a string or a key
         except UnicodeEncodeError as exc:
-            raise InvalidInput(f"{_name(what)} holds a string that is not valid Unicode") from exc
+            raise InvalidInput(f"{what} holds a string that is not valid Unicode") from exc
     return text
 
 
-def validate(value: JSON, what: Label = "value") -> None:
+def validate(value: JSON, what: str = "value") -> None:
     """Raise ``InvalidInput`` unless ``encode`` could hold ``value`` (its types, its object
     keys and its depth; floats and text are checked when it is encoded)."""
     _check(value, what)

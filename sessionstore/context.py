@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from . import codec, schema, sizing
@@ -171,16 +170,18 @@ class WritePage:
                 "for it; the messages were not stored by this attempt",
                 maybe_applied=False,
             )
+        # Free, or held by an earlier session's page: expired, or another incarnation's.
+        e = Expr()
+        condition = (
+            f"attribute_not_exists({e.n('pk')}) OR {e.n('ttl')} <= {e.v(now_ms // 1000)}"
+            f" OR {e.n(INCARNATION)} <> {e.v(self.item[INCARNATION]['S'])}"
+        )
         return {
             "TableName": self.table,
             "Item": self.item,
-            "ConditionExpression": ("attribute_not_exists(#pk) OR #ttl <= :nows OR #inc <> :inc"),
+            "ConditionExpression": condition,
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            "ExpressionAttributeNames": {"#pk": "pk", "#ttl": "ttl", "#inc": INCARNATION},
-            "ExpressionAttributeValues": {
-                ":nows": {"N": str(now_ms // 1000)},
-                ":inc": self.item[INCARNATION],
-            },
+            **e.params(),
         }
 
     def succeeded(self, response: dict[str, Any]) -> None:
@@ -290,16 +291,13 @@ def recent_reservations(item: dict[str, Any], now_s: int) -> list[int]:
     ]
 
 
-_MESSAGE_LABEL = "messages[{}]"
-
-
 def message_texts(messages: object) -> list[str]:
     """Each message's exact JSON text, validated."""
     if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
         raise InvalidInput("messages must be a list of JSON values")
     if not messages:
         raise InvalidInput("messages must not be empty")
-    return [codec.encode(m, partial(_MESSAGE_LABEL.format, i)) for i, m in enumerate(messages)]
+    return [codec.encode(m, f"messages[{i}]") for i, m in enumerate(messages)]
 
 
 #: A page holding no message, with the widest seq, ttl and incarnation, for an empty session

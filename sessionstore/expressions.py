@@ -1,4 +1,5 @@
-"""Building expressions, apart from sending them.
+"""Building expressions, apart from sending them -- and checking a request against DynamoDB's
+documented limits before it is sent (``check_limits``).
 
 DynamoDB rejects a request whose ``ExpressionAttributeNames`` or ``Values`` hold an unused entry,
 and many of our attribute names (``status``, ``ttl``, ``owner``...) are reserved words, so every
@@ -7,28 +8,20 @@ name goes through a placeholder and only the placeholders actually used are sent
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any
 
 from boto3.dynamodb.types import TypeSerializer
+
+from .errors import ItemOverLimit, RequestOverLimit
+from .sizing import MAX_ITEM_BYTES, item_size, text_size
 
 _SERIALIZER = TypeSerializer()
 
 
 def to_wire(value: Any) -> dict[str, Any]:
-    """A Python value as a DynamoDB attribute value. Strings, ints, bools and lists of them --
-    nearly everything the store sends -- skip boto3's general-purpose serializer, which is the
-    largest single cost of building a request."""
-    kind = type(value)
-    if kind is str:
-        return {"S": value}
-    if kind is int and -(10**38) < value < 10**38:
-        return {"N": str(value)}
-    if kind is bool:
-        return {"BOOL": value}
-    if kind is list:
-        return {"L": [to_wire(v) for v in value]}
-    if kind is dict:
-        return {"M": {k: to_wire(v) for k, v in value.items()}}
+    """A Python value as a DynamoDB attribute value."""
     return dict(_SERIALIZER.serialize(value))
 
 
@@ -80,13 +73,61 @@ def live_session(e: Expr, *, owner: str | None, now_s: int) -> str:
     return all_of(f"attribute_exists({e.n('pk')})", f"{e.n('ttl')} > {e.v(now_s)}", owner_cond)
 
 
-#: ``live_session`` written out for requests whose fixed text is not rebuilt on every call:
-#: names ``#pk``, ``#ttl``, ``#owner``; values ``:nows`` (now, epoch seconds) and ``:owner``.
-LIVE_OWNED = "(attribute_exists(#pk)) AND (#ttl > :nows) AND (#owner = :owner)"
-LIVE_UNOWNED = "(attribute_exists(#pk)) AND (#ttl > :nows) AND (attribute_not_exists(#owner))"
+# ---------------------------------------------------------------------------- limits
+#
+# DynamoDB's documented limits ("Constraints in Amazon DynamoDB", developer guide, "Expression
+# parameters"; 1 KB = 1,024 bytes there). A request past one is refused before it is sent: the
+# embedded engine fails on some of them differently (a 500), and a refusal after the fact would
+# cost a request and blur which limit it was.
+
+#: "The maximum length of any expression string is 4 KB."
+MAX_EXPRESSION_BYTES = 4_096
+#: "The maximum number of operators or functions allowed in an UpdateExpression is 300." (In
+#: ``SET a = :val1 + :val2 + :val3`` there are two: the ``=`` of an action does not count.)
+MAX_UPDATE_OPERATORS = 300
+
+_EXPRESSIONS = (
+    "UpdateExpression",
+    "ConditionExpression",
+    "KeyConditionExpression",
+    "FilterExpression",
+    "ProjectionExpression",
+)
+#: An operator or function of an UpdateExpression: arithmetic, ``if_not_exists``, ``list_append``
+#: (no placeholder or name can hold ``+`` or ``-``: values are never literals).
+_UPDATE_OPERATORS = re.compile(r"[+-]|\b(?:if_not_exists|list_append)\s*\(")
 
 
-def status_in(e: Expr, statuses: list[str]) -> str:
-    if len(statuses) == 1:
-        return f"{e.n('status')} = {e.v(statuses[0])}"
-    return f"{e.n('status')} IN ({', '.join(e.v(s) for s in statuses)})"
+def check_limits(operation: str, request: Mapping[str, Any]) -> None:
+    """Refuse a request past the limits above with ``RequestOverLimit`` (an ``InvalidInput``),
+    and an item over ``sizing.MAX_ITEM_BYTES`` that it carries whole (PutItem, a transaction's
+    Put) with ``ItemOverLimit`` (also an ``ItemTooLarge``). ``operation``: boto3's method name."""
+    api = "".join(part.title() for part in operation.split("_"))
+    actions = request.get("TransactItems")
+    if actions is None:
+        _check_action(api, request)
+        return
+    for index, action in enumerate(actions):
+        for kind, body in action.items():
+            _check_action(f"{api} TransactItems[{index}].{kind}", body)
+
+
+def _check_action(where: str, body: Mapping[str, Any]) -> None:
+    for field in _EXPRESSIONS:
+        text = body.get(field)
+        if not isinstance(text, str):
+            continue
+        size = text_size(text)
+        if size > MAX_EXPRESSION_BYTES:
+            raise RequestOverLimit(f"{where} {field}", size, MAX_EXPRESSION_BYTES)
+        if field == "UpdateExpression":
+            count = len(_UPDATE_OPERATORS.findall(text))
+            if count > MAX_UPDATE_OPERATORS:
+                raise RequestOverLimit(
+                    f"{where} {field}", count, MAX_UPDATE_OPERATORS, "operators or functions"
+                )
+    item = body.get("Item")
+    if isinstance(item, Mapping):
+        size = item_size(item)
+        if size > MAX_ITEM_BYTES:
+            raise ItemOverLimit(f"{where} Item", size, MAX_ITEM_BYTES)

@@ -96,12 +96,13 @@ class CreateSession:
     operation = "put_item"
 
     def request(self, now_ms: int) -> dict[str, Any]:
+        e = Expr()
         return {
             "TableName": self.table,
             "Item": self.item,
-            "ConditionExpression": "attribute_not_exists(#pk)",
+            "ConditionExpression": f"attribute_not_exists({e.n('pk')})",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            "ExpressionAttributeNames": {"#pk": "pk"},
+            **e.params(),
         }
 
     def succeeded(self, response: dict[str, Any]) -> None:

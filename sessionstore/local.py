@@ -5,6 +5,12 @@ optimistic-locking increments lost 5-58 of 400 acknowledged updates. DynamoDB pr
 request on an item is atomic, so we give moto that promise with one process-wide lock around
 ``DynamoHandler.call_action``. Concurrency stays where it matters -- in the clients.
 
+Stock moto also refuses an item past 405,000 bytes of its own count (strings and names only, no
+overhead for lists, maps or numbers), where DynamoDB's limit is 409,600 bytes by its size rules:
+a page DynamoDB would take was refused after its reservation had landed. So every embedded engine
+(serialized or not) sizes items as ``sessionstore.sizing.item_size`` does and refuses past
+``sizing.MAX_ITEM_BYTES``, with DynamoDB's message (``size_items_like_dynamodb``).
+
     with LocalDynamoDB() as engine:
         client = sessionstore.connect(engine.endpoint_url)
 
@@ -17,11 +23,23 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+from contextvars import ContextVar
 from types import TracebackType
 from typing import Any
 
+from .sizing import MAX_ITEM_BYTES, text_size, value_size
+
 _LOCK = threading.RLock()
 _PATCHED = False
+_SIZED = False
+_DEEPENED = False
+#: The recursion limit while moto handles a DynamoDB request (see ``parse_long_expressions``).
+MOTO_RECURSION_LIMIT = 20_000
+_DEPTH_LOCK = threading.Lock()
+_deep_calls = 0
+_saved_limit = 0
+#: Set while moto builds an item attribute by attribute: sized once, when it is whole.
+_BUILDING: ContextVar[bool] = ContextVar("sessionstore_moto_building", default=False)
 
 
 def serialize_moto() -> None:
@@ -40,6 +58,107 @@ def serialize_moto() -> None:
 
         DynamoHandler.call_action = call_action  # type: ignore[method-assign]
         _PATCHED = True
+
+
+def parse_long_expressions() -> None:
+    """Let moto take every expression DynamoDB takes (up to 4 KB). Idempotent.
+
+    moto parses an UpdateExpression into a tree one level deeper per action, then copies and
+    walks it recursively: past ~150 ``SET`` actions (of ours: ``#attrs.#k7 = :v7``, a 4 KB
+    expression holds ~190) it met Python's default recursion limit of 1,000, and a request
+    DynamoDB takes got a 500. So while moto handles a DynamoDB request the interpreter's limit
+    is at least ``MOTO_RECURSION_LIMIT`` (set back when no request is in moto, unless somebody
+    else changed it meanwhile). These are Python frames, not C stack: 3.11 runs Python-to-Python
+    calls in one C frame.
+    """
+    global _DEEPENED
+    with _LOCK:
+        if _DEEPENED:
+            return
+        from moto.dynamodb.responses import DynamoHandler
+
+        original = DynamoHandler.call_action
+
+        def call_action(self: Any) -> Any:
+            global _deep_calls, _saved_limit
+            with _DEPTH_LOCK:
+                if _deep_calls == 0:
+                    _saved_limit = sys.getrecursionlimit()
+                    if _saved_limit < MOTO_RECURSION_LIMIT:
+                        sys.setrecursionlimit(MOTO_RECURSION_LIMIT)
+                _deep_calls += 1
+            try:
+                return original(self)
+            finally:
+                with _DEPTH_LOCK:
+                    _deep_calls -= 1
+                    if _deep_calls == 0 and sys.getrecursionlimit() == max(
+                        _saved_limit, MOTO_RECURSION_LIMIT
+                    ):
+                        sys.setrecursionlimit(_saved_limit)
+
+        DynamoHandler.call_action = call_action  # type: ignore[method-assign]
+        _DEEPENED = True
+
+
+def _moto_value_size(value: Any) -> int:
+    """DynamoDB's size of one of moto's attribute values (a ``DynamoType``: lists and maps hold
+    ``DynamoType`` elements, everything else the wire's own data)."""
+    kind = getattr(value, "type", None)
+    if kind is None:  # not a DynamoType: a wire value, or something moto made up
+        return value_size(value) if isinstance(value, dict) else text_size(str(value))
+    data = value.value
+    if kind == "L":
+        return 3 + sum(_moto_value_size(v) + 1 for v in data)
+    if kind == "M":
+        return 3 + sum(text_size(k) + _moto_value_size(v) + 1 for k, v in data.items())
+    return value_size({kind: data})
+
+
+def _moto_item_size(attrs: dict[str, Any], skip: str | None = None) -> int:
+    return sum(text_size(k) + _moto_value_size(v) for k, v in attrs.items() if k != skip)
+
+
+def size_items_like_dynamodb() -> None:
+    """Make moto (in this process) refuse an item over DynamoDB's 409,600 bytes as DynamoDB
+    counts them (``sessionstore.sizing``), not over its own 405,000 of its own count. Idempotent.
+
+    moto checks in ``LimitedSizeDict.__setitem__`` (an item's attributes, set one by one when it
+    is built and when an update sets a top-level attribute) and raises ``ItemSizeTooLarge``
+    ("Item size has exceeded the maximum allowed size"; ``ItemSizeToUpdateTooLarge`` from an
+    UpdateItem), DynamoDB's own messages: both are kept, only the count and the limit change. A
+    new item is sized once, whole, instead of once per attribute.
+    """
+    global _SIZED
+    with _LOCK:
+        if _SIZED:
+            return
+        from moto.dynamodb.exceptions import ItemSizeTooLarge
+        from moto.dynamodb.models import dynamo_type
+
+        limited: Any = dynamo_type.LimitedSizeDict
+        item_class: Any = dynamo_type.Item
+        build_item = item_class.__init__
+
+        def setitem(self: dict[str, Any], key: str, value: Any) -> None:
+            if not _BUILDING.get():
+                size = text_size(key) + _moto_value_size(value) + _moto_item_size(self, key)
+                if size > MAX_ITEM_BYTES:
+                    raise ItemSizeTooLarge
+            dict.__setitem__(self, key, value)
+
+        def init(self: Any, *args: Any, **kwargs: Any) -> None:
+            building = _BUILDING.set(True)
+            try:
+                build_item(self, *args, **kwargs)
+            finally:
+                _BUILDING.reset(building)
+            if _moto_item_size(self.attrs) > MAX_ITEM_BYTES:
+                raise ItemSizeTooLarge
+
+        limited.__setitem__ = setitem
+        item_class.__init__ = init
+        _SIZED = True
 
 
 def _quiet() -> None:
@@ -69,6 +188,8 @@ class LocalDynamoDB:
             ) from exc
         if self._serialized:
             serialize_moto()
+        size_items_like_dynamodb()
+        parse_long_expressions()
         _quiet()
         server = ThreadedMotoServer(ip_address=self._host, port=self._port, verbose=False)
         server.start()

@@ -60,6 +60,7 @@ from .errors import (
     ToolCallConflict,
     Unavailable,
 )
+from .expressions import Expr
 from .ids import IdFactory, RandomIds, validate_id, validate_token
 from .item import (
     METADATA_OVERHEAD,
@@ -293,7 +294,9 @@ class SessionStore:
 
         Without ``expected_version`` the change is applied on top of whatever is current (last
         writer wins per name) and concurrent writers never refuse each other; with it, a
-        different current version raises ``VersionConflict(current=...)``.
+        different current version raises ``VersionConflict(current=...)``. So many names that
+        the request would pass DynamoDB's 4 KB expression limit (about 190) raise
+        ``RequestOverLimit`` (an ``InvalidInput``), nothing sent.
         """
         validate_id(session_id, "session_id")
         _validate_owner(owner)
@@ -569,16 +572,14 @@ class SessionStore:
     def _items(self, session_id: str, low: str, high: str) -> Iterator[dict[str, Any]]:
         """The items of one session with ``low <= sk <= high`` in key order, strongly
         consistent, one Query page at a time (python-typed)."""
+        e = Expr()
+        partition = f"{e.n('pk')} = {e.v(schema.pk(session_id))}"
+        key = f"{partition} AND {e.n('sk')} BETWEEN {e.v(low)} AND {e.v(high)}"
         request: dict[str, Any] = {
             "TableName": self.table_name,
-            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :low AND :high",
-            "ExpressionAttributeNames": {"#pk": "pk", "#sk": "sk"},
-            "ExpressionAttributeValues": {
-                ":pk": {"S": schema.pk(session_id)},
-                ":low": {"S": low},
-                ":high": {"S": high},
-            },
+            "KeyConditionExpression": key,
             "ConsistentRead": True,
+            **e.params(),
         }
         while True:
             # A page read lazily, after the operation returned, is measured on its own.

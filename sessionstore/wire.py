@@ -20,8 +20,8 @@ context variable), not in a thread-local, so it is right for threads and asyncio
 
 from __future__ import annotations
 
+import re
 from contextvars import ContextVar
-from decimal import Decimal
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
@@ -35,7 +35,7 @@ from botocore.exceptions import (
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from .errors import DynamoDBError, ItemTooLarge, TableNotFound, Unavailable
-from .expressions import to_wire
+from .expressions import check_limits, to_wire
 
 _DESER = TypeDeserializer()
 
@@ -51,6 +51,20 @@ _READS = frozenset({"get_item", "query"})
 #: Failures that prove the request never reached DynamoDB.
 _NEVER_SENT = (EndpointConnectionError, ConnectTimeoutError, ProxyConnectionError)
 _CONTEXT_KEY = "sessionstore.attempt"
+#: DynamoDB's messages for an item over its size limit: "Item size has exceeded the maximum
+#: allowed size" (PutItem, a transaction's Put) and "Item size to update has exceeded the maximum
+#: allowed size" (UpdateItem), whole, as a cancellation reason, or after a prefix
+#: ("ExpressionAttributeValues contains invalid value: Item size has exceeded ..."). Nothing
+#: else is about item size: "Invalid UpdateExpression: Expression size has exceeded the maximum
+#: allowed size" is not, nor "Size of hashkey has exceeded the maximum size limit".
+_ITEM_SIZE = re.compile(
+    r"\bitem size (?:to update )?has exceeded the maximum allowed size", re.IGNORECASE
+)
+
+
+def is_item_size_message(message: object) -> bool:
+    """Is this DynamoDB error message about an item over the maximum item size?"""
+    return isinstance(message, str) and _ITEM_SIZE.search(message) is not None
 
 
 class _Attempt:
@@ -104,29 +118,15 @@ def install_hooks(client: Any) -> None:
     events.register("needs-retry.dynamodb", watch_attempt, unique_id="sessionstore.watch-attempt")
 
 
-def value_from_wire(value: dict[str, Any]) -> Any:
-    # Strings and lists of strings are most of what comes back; numbers stay Decimal, as
-    # boto3's deserializer would make them.
-    if "S" in value:
-        return value["S"]
-    if "L" in value:
-        return [value_from_wire(v) for v in value["L"]]
-    if "M" in value:
-        return {k: value_from_wire(v) for k, v in value["M"].items()}
-    if "N" in value:
-        return Decimal(value["N"])
-    return _DESER.deserialize(value)  # type: ignore[arg-type]
-
-
 def to_python(item: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A low-level item as Python values (numbers as ``Decimal``); None for no item."""
     if not item:
         return None
-    return {k: value_from_wire(v) for k, v in item.items()}
+    return {k: _DESER.deserialize(v) for k, v in item.items()}
 
 
 def item_to_wire(item: dict[str, Any]) -> dict[str, Any]:
-    # Strings, most of any item, without a call each.
-    return {k: {"S": v} if type(v) is str else to_wire(v) for k, v in item.items()}
+    return {k: to_wire(v) for k, v in item.items()}
 
 
 class Refused(Exception):
@@ -179,7 +179,12 @@ class Contended(Refused):
 def send(
     client: Any, operation: str, request: dict[str, Any], table_name: str, item_size_limit: int
 ) -> Any:
-    """Send one request; translate every failure into our errors."""
+    """Send one request; translate every failure into our errors.
+
+    A request over one of DynamoDB's documented limits (``expressions.check_limits``) is refused
+    unsent: ``RequestOverLimit`` (an ``InvalidInput``), ``ItemOverLimit`` for a whole item.
+    """
+    check_limits(operation, request)
     attempt = _Attempt()
     reset = _CURRENT.set(attempt)
     try:
@@ -199,7 +204,7 @@ def send(
                 raise Contended(f"{code} {sorted(codes)}", attempt.ambiguous) from exc
             if "ConditionalCheckFailed" in codes:
                 raise Cancelled(reasons, attempt.ambiguous) from exc
-            if any("size" in str(r.get("Message", "")).lower() for r in reasons):
+            if any(is_item_size_message(r.get("Message")) for r in reasons):
                 raise ItemTooLarge(0, 0, item_size_limit, by_engine=True) from exc
             raise DynamoDBError(code, message, reasons) from exc
         if code == "TransactionConflictException":
@@ -211,8 +216,10 @@ def send(
             ) from exc
         if code == "ResourceNotFoundException":
             raise TableNotFound(f"table {table_name!r} not found: {message}") from exc
-        if code == "ValidationException" and "size" in message.lower():
+        if code == "ValidationException" and is_item_size_message(message):
             raise ItemTooLarge(0, 0, item_size_limit, by_engine=True) from exc
+        # Any other refusal -- a ValidationException about an expression, say, that slipped past
+        # check_limits -- keeps DynamoDB's code and words: it was sent, so not InvalidInput.
         raise DynamoDBError(code, message) from exc
     except (BotoConnectionError, HTTPClientError) as exc:
         raise Unavailable(

@@ -898,10 +898,7 @@ def test_record_tool_call(env: Env) -> None:
                     "sk": {"S": f"tool#{record.recorded_at}#{tid}"},
                 },
             )["Item"]
-            assert (
-                record_from_item({k: _DESER.deserialize(v) for k, v in item.items()})
-                == record
-            )
+            assert record_from_item({k: _DESER.deserialize(v) for k, v in item.items()}) == record
             env.records[(sid, tid)] = record
             env.clock.advance(ms=1)
             env.note("round trip")

@@ -215,7 +215,8 @@ def test_history_follows_last_evaluated_key_past_1_mb(
     lows: list[str] = []
 
     def low_bound(params: dict[str, Any], **_: Any) -> None:
-        lows.append(params["ExpressionAttributeValues"][":low"]["S"])
+        low = params["KeyConditionExpression"].split(" BETWEEN ")[1].split(" AND ")[0]
+        lows.append(params["ExpressionAttributeValues"][low]["S"])
 
     store.client.meta.events.register("provide-client-params.dynamodb.Query", low_bound)
     try:
