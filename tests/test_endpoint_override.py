@@ -22,7 +22,24 @@ import sessionstore as ss
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBSET = [
-    "tests/test_sessions.py",  # the `table` fixture's tables, and one it names itself
+    # the `table` fixture's tables, one a test names itself, the fault injector
+    *(
+        f"tests/test_sessions.py::test_{name}"
+        for name in (
+            "create_table_is_idempotent_on_demand_with_ttl",
+            "create_session_one_request",
+            "duplicate_id_is_refused",
+            "create_survives_a_lost_response",
+            "get_session_is_consistent_and_one_request",
+            "missing_and_foreign_sessions_look_identical",
+            "every_allowed_transition_is_one_request",
+            "transition_table_is_enforced",
+            "transition_failures_are_classified_without_a_second_read",
+            "transition_survives_a_lost_response",
+            "update_status_uncontended_is_one_request",
+            "each_conflict_retry_is_one_request",
+        )
+    ),
     "tests/test_engine.py::test_connect_uses_standard_retry_mode",
     "tests/test_engine.py::test_engine_listens_on_loopback_with_a_free_port",  # embedded_only
 ]
