@@ -1,7 +1,8 @@
 """sessionstore: a DynamoDB session store for MCP servers.
 
 Optimistic locking with a version attribute, conditional writes, atomic context accumulation,
-idempotent tool-call records and a lifecycle state machine -- each write one request.
+idempotent tool-call records and a lifecycle state machine -- each write one request, an
+append two.
 """
 
 from .client import connect

@@ -1,21 +1,22 @@
 """The session's metadata item: its fields, its one parser, and the bound of its size.
 
-===============  =========================================================================
-attribute        holds
-===============  =========================================================================
-``pk``, ``sk``   ``session#<id>``, ``metadata`` (``schema``)
-``sessionId``    the id
-``version``      goes up by one with every write (``locking``)
-``status``       ``initializing`` / ``active`` / ``closing`` / ``closed`` (``lifecycle``)
-``owner``        the principal it belongs to; absent for an unowned session
-``createdAt``    ISO-8601 UTC, milliseconds; ``updatedAt`` likewise, moved by every write
-``ttl``          epoch seconds; DynamoDB's TTL deletes the item (late) after it
-``incarnation``  unique per creation: tells a session from an earlier one under the same id
-``messageCount``  seqs reserved for the context (``context``); ``contextBytes`` their bytes
-``attrs``        the session's attributes, name -> JSON text (``attributes``);
-                 ``attrBytes`` an upper bound of the map's size
-``tk``           request tokens of recent writes (``write_tokens``)
-===============  =========================================================================
+================  ========================================================================
+attribute         holds
+================  ========================================================================
+``pk``, ``sk``    ``session#<id>``, ``metadata`` (``schema``)
+``sessionId``     the id
+``version``       goes up by one with every write (``locking``)
+``status``        ``initializing`` / ``active`` / ``closing`` / ``closed`` (``lifecycle``)
+``owner``         the principal it belongs to; absent for an unowned session
+``createdAt``     ISO-8601 UTC, milliseconds; ``updatedAt`` likewise, moved by every write
+``ttl``           epoch seconds; DynamoDB's TTL deletes the item (late) after it
+``incarnation``   unique per creation: tells a session from an earlier one under the same id
+``messageCount``  seqs reserved for the context (``context``)
+``contextBytes``  the bytes of the messages appended
+``attrs``         the session's attributes, name -> JSON text (``attributes``)
+``attrBytes``     an upper bound of the ``attrs`` map's size
+``tk``            request tokens of recent writes (``write_tokens``)
+================  ========================================================================
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 from . import schema, sizing
 from .attributes import ATTRIBUTES_MAX_BYTES
-from .errors import SessionExpired, SessionNotFound
+from .errors import DynamoDBError, SessionExpired, SessionNotFound
 from .ids import MAX_ID_LENGTH, MAX_TOKEN_LENGTH
 from .lifecycle import Status
 from .models import Attributes, Session
@@ -33,10 +34,21 @@ from .wire import item_to_wire
 from .write_tokens import KEY_LENGTH, SEQ_SPAN, TOKEN_CAP, key
 
 _STATUS = {s.value: s for s in Status}
+_FIELDS = frozenset(
+    {"sessionId", "version", "status", "createdAt", "updatedAt", "ttl", "incarnation"}
+    | {"messageCount", "contextBytes", "attrs", "attrBytes", "tk"}
+)
 
 
 def session_from_item(item: Mapping[str, Any]) -> Session:
-    """The metadata item (python-typed, as ``wire.to_python`` gives it) as a ``Session``."""
+    """The metadata item (python-typed, as ``wire.to_python`` gives it) as a ``Session``;
+    ``DynamoDBError`` for an item this store did not write (a field missing)."""
+    missing = _FIELDS.difference(item)
+    if missing:
+        raise DynamoDBError(
+            "UnexpectedItem",
+            f"metadata item {item.get('pk')!r} lacks {sorted(missing)}: not written by this store",
+        )
     return Session(
         session_id=item["sessionId"],
         version=int(item["version"]),
