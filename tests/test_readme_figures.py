@@ -1,0 +1,50 @@
+"""The README's figures that come from the code are checked against it, not typed and left.
+
+Every ```NAME` (1,234 ...)`` or ```NAME` = 1,234`` in README.md, where ``NAME`` (or
+``module.NAME``) is a constant of the package, must equal that constant; and the figures derived
+from them are recomputed here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import pkgutil
+import re
+from pathlib import Path
+
+import sessionstore
+from sessionstore import sizing
+from sessionstore.item import METADATA_OVERHEAD
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+FIGURE = re.compile(r"`(?:(\w+)\.)?([A-Z][A-Z0-9_]+)` (?:\(|= )([\d,]+)")
+
+
+def _constants() -> dict[str, int]:
+    found: dict[str, int] = {}
+    for info in pkgutil.iter_modules(sessionstore.__path__, "sessionstore."):
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if name.isupper() and isinstance(value, int) and not isinstance(value, bool):
+                found.setdefault(name, value)
+                found[f"{info.name.rsplit('.', 1)[1]}.{name}"] = value
+    return found
+
+
+def test_every_named_constant_in_the_readme_is_the_codes() -> None:
+    constants = _constants()
+    figures = FIGURE.findall(README)
+    assert len(figures) >= 4, figures  # the pattern still finds what the README says
+    for module, name, figure in figures:
+        key = f"{module}.{name}" if module else name
+        assert key in constants, f"README names {key}, which the package does not have"
+        assert int(figure.replace(",", "")) == constants[key], f"README: {key} = {figure}"
+
+
+def test_derived_figures() -> None:
+    widest_wcu = math.ceil(METADATA_OVERHEAD / sizing.WRITE_UNIT_BYTES)
+    assert f"at most {widest_wcu} at its widest, `METADATA_OVERHEAD` = {METADATA_OVERHEAD:,} B" in (
+        README
+    )
+    assert f"refuses one past {sizing.MAX_ITEM_BYTES:,} B" in README
