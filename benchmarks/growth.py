@@ -344,8 +344,8 @@ def inline_growth(meta: dict[str, Any], *, message_bytes: int = MESSAGE_BYTES) -
 def check_inline_in_engine(
     store: ss.SessionStore, probe: Any, meta: dict[str, Any], n: int, owner: str = "alice"
 ) -> tuple[int, int]:
-    """Store a session of ``n`` messages in the inline layout (``meta`` under a new id) and
-    read it back through the store (which still reads that layout): (engine bytes, formula)."""
+    """Store a session of ``n`` messages in the inline layout (``meta`` under a new id; the
+    store no longer reads that layout, so the item is only sized): (engine bytes, formula)."""
     sid = store.create_session(owner=owner).session_id
     texts = [codec.encode(message(i)) for i in range(n)]
     item = inline_item(meta, texts)
@@ -353,8 +353,6 @@ def check_inline_in_engine(
     item["sessionId"] = {"S": sid}
     probe.put_item(TableName=store.table_name, Item=item)
     stored = _size(probe, store.table_name, schema.meta_key(sid))
-    back = list(store.context(sid, owner=owner))
-    assert back == [message(i) for i in range(n)], "the inline session did not read back"
     return stored, sizing.item_size(item)
 
 

@@ -345,7 +345,7 @@ def growth_markdown(curves: Curves) -> list[str]:
         f"append #{inline.max_messages + 1} would make {kib(inline.refused_at_bytes)} -- "
         f"{inline.limit}. Checked in the engine: "
         + ", ".join(
-            f"{n} messages stored as {stored:,} B (formula {formula:,} B) and read back"
+            f"{n} messages stored as {stored:,} B (formula {formula:,} B)"
             for n, stored, formula in curves.inline_checked
         )
         + "."
