@@ -46,6 +46,12 @@ class Retry:
 RETRY = Retry()
 
 
+def gave_up(what: str, attempts: int) -> Unavailable:
+    """A plan's ``exhausted`` when its refusals are never conflicts: the driver reports faults
+    and contention itself, so this ending is only reached in theory; it stays typed."""
+    return Unavailable(f"{what}: gave up after {attempts} attempts", maybe_applied=False)
+
+
 class Plan(Protocol[R_co]):
     """One logical write. Implementations keep what they learn (a newer version, the item as
     it is) between attempts; they never send or sleep."""

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import codec, schema, sizing
+from .attempts import gave_up
 from .codec import JSON, decode
 from .errors import (
     ContextFull,
@@ -203,10 +204,7 @@ class WritePage:
         pass
 
     def exhausted(self, attempts: int) -> SessionStoreError:
-        return Unavailable(
-            f"context page of session {self.session_id!r}: gave up after {attempts} attempts",
-            maybe_applied=False,
-        )
+        return gave_up(f"context page of session {self.session_id!r}", attempts)
 
 
 class ContextReader(Iterator[JSON]):

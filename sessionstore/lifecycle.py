@@ -16,7 +16,8 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from . import write_tokens
-from .errors import InvalidTransition, SessionAlreadyExists, SessionStoreError, Unavailable
+from .attempts import gave_up
+from .errors import InvalidTransition, SessionAlreadyExists, SessionStoreError
 from .expressions import Expr
 from .wire import Cancelled, ConditionFailed
 
@@ -119,7 +120,4 @@ class CreateSession:
         pass
 
     def exhausted(self, attempts: int) -> SessionStoreError:
-        return Unavailable(
-            f"create session {self.session_id!r}: gave up after {attempts} attempts",
-            maybe_applied=False,
-        )
+        return gave_up(f"create session {self.session_id!r}", attempts)

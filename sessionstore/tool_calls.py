@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import codec, schema, sizing
-from .attempts import RETRY, Retry
+from .attempts import RETRY, Retry, gave_up
 from .clock import format_timestamp
-from .errors import DynamoDBError, SessionNotActive, SessionStoreError, Unavailable
+from .errors import DynamoDBError, SessionNotActive, SessionStoreError
 from .expressions import Expr, all_of, live_session
 from .ids import MAX_ID_LENGTH
 from .item import WIDEST_TTL, live, session_from_item
@@ -228,7 +228,4 @@ class RecordToolCall:
         pass
 
     def exhausted(self, attempts: int) -> SessionStoreError:
-        return Unavailable(
-            f"tool record of session {self.session_id!r}: gave up after {attempts} attempts",
-            maybe_applied=False,
-        )
+        return gave_up(f"tool record of session {self.session_id!r}", attempts)

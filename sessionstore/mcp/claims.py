@@ -37,10 +37,10 @@ from enum import Enum
 from typing import Any
 
 from .. import codec, schema, telemetry
-from ..attempts import RETRY, Retry, drive
+from ..attempts import RETRY, Retry, drive, gave_up
 from ..clock import format_timestamp
 from ..codec import JSON
-from ..errors import DynamoDBError, SessionNotActive, SessionStoreError, Unavailable
+from ..errors import DynamoDBError, SessionNotActive, SessionStoreError
 from ..expressions import Expr, all_of, live_session
 from ..ids import validate_id, validate_token
 from ..item import live, session_from_item
@@ -278,10 +278,7 @@ class ClaimToolCall:
         pass  # the claim token settles it: a refusal shows whether our put is there
 
     def exhausted(self, attempts: int) -> SessionStoreError:
-        return Unavailable(
-            f"claim of tool call {self.tool_call_id!r}: gave up after {attempts} attempts",
-            maybe_applied=False,
-        )
+        return gave_up(f"claim of tool call {self.tool_call_id!r}", attempts)
 
 
 @telemetry.traced("claim_tool_call")
