@@ -10,7 +10,7 @@ from typing import Any
 
 from . import growth as growth_phase
 from .growth import Curves, Load, Point, checkpoints, kib
-from .overhead import TARGET, OverheadResult
+from .overhead import OverheadResult
 from .suite import SuiteTiming
 from .updates import StatusWalk, Summary
 
@@ -124,24 +124,31 @@ def markdown(
             f"**Library overhead** -- CPU time per call over botocore's Stubber (no network, "
             f"no response parsing), sessionstore vs a raw boto3 client sending the identical "
             f"request; median of {overhead[0].repeats} x {overhead[0].calls} calls; "
-            f"target <= {TARGET:.2f}x. The control row measures the same way with a raw "
+            "a monitor: the target of <= 1.15x is withdrawn (botocore is most of the CPU of a "
+            "call, and a real round trip is milliseconds against these microseconds; what "
+            "users pay is requests, write units and latency). The control row measures the "
+            "same way with a raw "
             "client on both sides: how far this machine's noise alone moves the ratio of "
             "identical work. *Paired*: the median of each repeat's own ratio (its two sides "
             "run back to back), with a bootstrap 95% interval -- what the ratio is, as far as "
-            "this many repeats can tell; the target is judged on the ratio column."
+            "this many repeats can tell."
         )
         add("")
         add(
             "| operation | request | raw boto3 us | sessionstore us | ratio [min-max] "
-            "| paired [95% interval] | target |"
+            "| paired [95% interval] |"
         )
-        add("|---|---|---:|---:|---:|---:|---|")
+        add("|---|---|---:|---:|---:|---:|")
         for r in overhead:
-            ok = "noise floor" if r.control else "ok" if r.ratio <= TARGET else "**over**"
+            name = (
+                f"control: {r.operation}"
+                if r.control and "control" not in r.operation
+                else r.operation
+            )
             add(
-                f"| {r.operation} | {r.request} | {r.raw_us:.0f} | {r.ours_us:.0f} | "
+                f"| {name} | {r.request} | {r.raw_us:.0f} | {r.ours_us:.0f} | "
                 f"{r.ratio:.2f}x [{r.ratio_min:.2f}-{r.ratio_max:.2f}] | "
-                f"{r.paired:.2f}x [{r.paired_low:.2f}-{r.paired_high:.2f}] | {ok} |"
+                f"{r.paired:.2f}x [{r.paired_low:.2f}-{r.paired_high:.2f}] |"
             )
         add("")
         over = [r for r in overhead if r.profile]
@@ -257,16 +264,6 @@ def performance_done_when(
                 f"{appends.requests_per_commit:.2f} requests in all: since issue 11 an append "
                 "is a reservation and a page, by design",
                 meta <= 1.2,
-            )
-        )
-    measured = [r for r in overhead if not r.control]
-    if measured:
-        worst = max(measured, key=lambda r: r.ratio)
-        checks.append(
-            (
-                f"library overhead <= {TARGET:.2f}x for every operation: the highest is "
-                f"{worst.operation} at {worst.ratio:.2f}x",
-                worst.ratio <= TARGET,
             )
         )
     if summaries:
@@ -624,7 +621,7 @@ def plot(
             ax.text(x + 0.2, r.ours_us, f"{r.ratio:.2f}x", ha="center", va="bottom", fontsize=8)
         ax.set_xticks(pos, names, fontsize=8)
         ax.set_ylabel("CPU us per call (Stubber, median)")
-        ax.set_title(f"Library overhead (target <= {TARGET:.2f}x)")
+        ax.set_title("Library overhead over raw boto3 (a monitor)")
         ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=90)
