@@ -119,30 +119,6 @@ def test_update_attributes_with_many_names_under_4_kb_is_stored(
     assert store.get_session(active.session_id, owner="alice") == updated
 
 
-def test_an_update_of_many_actions_up_to_4_kb_is_taken_by_the_engine(
-    client: Any, table: str
-) -> None:
-    """As many SET actions as 4,096 bytes hold (~520): DynamoDB takes them, so must the engine."""
-    actions: list[str] = []
-    while len("SET " + ",".join([*actions, f"#{_name(len(actions))}=:{_name(len(actions))}"])) <= (
-        expressions.MAX_EXPRESSION_BYTES
-    ):
-        actions.append(f"#{_name(len(actions))}=:{_name(len(actions))}")
-    n = len(actions)
-    assert n > 500
-    _send(
-        client,
-        table,
-        "update_item",
-        Key=_key("many"),
-        UpdateExpression="SET " + ",".join(actions),
-        ExpressionAttributeNames={f"#{_name(i)}": f"a{i}" for i in range(n)},
-        ExpressionAttributeValues={f":{_name(i)}": {"N": str(i)} for i in range(n)},
-    )
-    item = client.get_item(TableName=table, Key=_key("many"), ConsistentRead=True)["Item"]
-    assert len(item) == n + 2 and item[f"a{n - 1}"] == {"N": str(n - 1)}
-
-
 # ---------------------------------------------------------------- expression limits
 
 
