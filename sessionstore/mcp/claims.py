@@ -15,9 +15,9 @@ under a condition (live, owned by the caller, ``active``) -- a condition on a pu
 the item it writes, and claiming on a closed or foreign session must write nothing. The Update
 changes only the idle deadline (``SET idleUntil = idle + :now``): a claim keeps an idle session
 alive. A transactional Update bills like the ConditionCheck it replaced (same request, 2 write
-units per started KB of the metadata item) and returns ALL_OLD on a refusal the same way. Both actions return
-``ALL_OLD`` on failure, so one failed request says why: no such session, expired, not active,
-or "already claimed" together with the claim as it is. The claim carries a request token: a
+units per started KB of the metadata item). Both actions return ``ALL_OLD`` on failure, so
+one failed request says why: no such session, expired, not active, or "already claimed"
+together with the claim as it is. The claim carries a request token: a
 retry of our own claim whose first response was lost finds its own token and carries on. The
 check also compares the session's ``ttl`` with the one the claim carries (learnt once per
 instance): a session re-created under the same id after TTL removed it costs a retry, never a
