@@ -141,8 +141,9 @@ class Session:
     attributes: Attributes = field(default_factory=Attributes)
     attribute_bytes: int = field(default=0, repr=False, compare=False)
     write_tokens: Mapping[str, int] = field(default_factory=dict, repr=False, compare=False)
-    idle_seconds: int | None = None
-    idle_until: int = 0  # epoch seconds; 0: the ttl
+    # Out of the repr like the bookkeeping above: a fixed-ttl session prints as it always did.
+    idle_seconds: int | None = field(default=None, repr=False)
+    idle_until: int = field(default=0, repr=False)  # epoch seconds; 0: the ttl
 
     def __post_init__(self) -> None:
         if self.idle_until == 0:
