@@ -109,6 +109,7 @@ class AsyncSessionStore:
         *,
         owner: str | None = None,
         ttl_seconds: int = 86400,
+        idle_seconds: int | None = None,
         attributes: Mapping[str, JSON] | None = None,
     ) -> Session:
         return await self.run(
@@ -116,8 +117,12 @@ class AsyncSessionStore:
             session_id,
             owner=owner,
             ttl_seconds=ttl_seconds,
+            idle_seconds=idle_seconds,
             attributes=attributes,
         )
+
+    async def touch(self, session_id: str, *, owner: str | None = None) -> Session:
+        return await self.run(self.store.touch, session_id, owner=owner)
 
     async def get_session(self, session_id: str, *, owner: str | None = None) -> Session:
         return await self.run(self.store.get_session, session_id, owner=owner)

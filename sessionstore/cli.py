@@ -518,7 +518,7 @@ def _dumps(value: Any) -> str:
 
 
 def _session_json(session: Session, now_s: int) -> dict[str, Any]:
-    return {
+    shown: dict[str, Any] = {
         "sessionId": session.session_id,
         "status": session.status.value,
         "owner": session.owner,
@@ -527,11 +527,15 @@ def _session_json(session: Session, now_s: int) -> dict[str, Any]:
         "updatedAt": session.updated_at,
         "ttl": session.ttl,
         "ttlUtc": _utc(session.ttl),
-        "expired": session.ttl <= now_s,
+        "expired": session.expires_at <= now_s,
         "messageCount": session.message_count,
         "contextBytes": session.context_bytes,
         "attributes": dict(session.attributes),
     }
+    if session.idle_seconds is not None:  # an idle session: when it expires unless used
+        shown["idleSeconds"] = session.idle_seconds
+        shown["expiresAt"] = session.expires_at
+    return shown
 
 
 def _record_json(record: ToolCallRecord) -> dict[str, Any]:
@@ -586,6 +590,14 @@ def _session_fields(session: Session, now_s: int) -> list[tuple[str, str]]:
         ("created", session.created_at),
         ("updated", session.updated_at),
         ("ttl", f"{session.ttl}  {_utc(session.ttl)}  {when}"),
+    ]
+    if session.idle_seconds is not None:
+        idle_left = session.expires_at - now_s
+        idle_when = "EXPIRED" if idle_left <= 0 else f"in {_span(idle_left)} unless used"
+        fields.append(
+            ("idle", f"{session.idle_seconds} s: expires {_utc(session.expires_at)}  {idle_when}")
+        )
+    fields += [
         ("messages", f"{session.message_count}  ({session.context_bytes} bytes)"),
     ]
     raw = session.attributes.raw

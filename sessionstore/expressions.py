@@ -64,13 +64,29 @@ def all_of(*conditions: str) -> str:
 
 
 def live_session(e: Expr, *, owner: str | None, now_s: int) -> str:
-    """The session item exists, has not expired and belongs to ``owner`` (or to nobody)."""
+    """The session item exists, has not expired -- neither its cap ``ttl`` nor its idle
+    deadline ``idleUntil`` has passed -- and belongs to ``owner`` (or to nobody)."""
     owner_cond = (
         f"attribute_not_exists({e.n('owner')})"
         if owner is None
         else f"{e.n('owner')} = {e.v(owner)}"
     )
-    return all_of(f"attribute_exists({e.n('pk')})", f"{e.n('ttl')} > {e.v(now_s)}", owner_cond)
+    now = e.v(now_s)
+    return all_of(
+        f"attribute_exists({e.n('pk')})",
+        f"{e.n('ttl')} > {now}",
+        f"{e.n('idleUntil')} > {now}",
+        owner_cond,
+    )
+
+
+def extend_idle(e: Expr, now_s: int) -> str:
+    """The SET action that moves the idle deadline: ``idleUntil = idle + :now``. An attribute
+    plus a value, which DynamoDB takes in SET, so the writer needs to know neither the idle
+    period nor the cap; the deadline may pass ``ttl`` and readers take the earlier
+    (``Session.expires_at``). For a fixed-ttl session ``idle`` is its whole ttl, so the
+    deadline stays at or past the cap: one formula for both."""
+    return f"{e.n('idleUntil')} = {e.n('idle')} + {e.v(now_s)}"
 
 
 # ---------------------------------------------------------------------------- limits

@@ -9,7 +9,12 @@ attribute         holds
 ``status``        ``initializing`` / ``active`` / ``closing`` / ``closed`` (``lifecycle``)
 ``owner``         the principal it belongs to; absent for an unowned session
 ``createdAt``     ISO-8601 UTC, milliseconds; ``updatedAt`` likewise, moved by every write
-``ttl``           epoch seconds; DynamoDB's TTL deletes the item (late) after it
+``ttl``           epoch seconds: the session's absolute cap; DynamoDB's TTL deletes the item
+                  (late) after it, and every page, record, guard and claim carries the same
+``idle``          seconds without a write after which the session expires (its whole ttl
+                  for a fixed-ttl session: one formula serves both)
+``idleUntil``     epoch seconds: ``idle`` after the last write (``expressions.extend_idle``);
+                  may pass ``ttl``, the earlier of the two is when the session expires
 ``incarnation``   unique per creation: tells a session from an earlier one under the same id
 ``messageCount``  seqs reserved for the context (``context``)
 ``contextBytes``  the bytes of the messages appended
@@ -26,6 +31,7 @@ from typing import Any
 
 from . import schema, sizing
 from .attributes import ATTRIBUTES_MAX_BYTES
+from .clock import parse_timestamp
 from .errors import DynamoDBError, SessionExpired, SessionNotFound
 from .ids import MAX_ID_LENGTH, MAX_TOKEN_LENGTH
 from .lifecycle import Status
@@ -36,7 +42,7 @@ from .write_tokens import KEY_LENGTH, SEQ_SPAN, TOKEN_CAP, key
 _STATUS = {s.value: s for s in Status}
 _FIELDS = frozenset(
     {"sessionId", "version", "status", "createdAt", "updatedAt", "ttl", "incarnation"}
-    | {"messageCount", "contextBytes", "attrs", "attrBytes", "tk"}
+    | {"idle", "idleUntil", "messageCount", "contextBytes", "attrs", "attrBytes", "tk"}
 )
 
 
@@ -49,6 +55,9 @@ def session_from_item(item: Mapping[str, Any]) -> Session:
             "UnexpectedItem",
             f"metadata item {item.get('pk')!r} lacks {sorted(missing)}: not written by this store",
         )
+    ttl = int(item["ttl"])
+    idle = int(item["idle"])
+    created_s = parse_timestamp(item["createdAt"]) // 1000
     return Session(
         session_id=item["sessionId"],
         version=int(item["version"]),
@@ -56,13 +65,16 @@ def session_from_item(item: Mapping[str, Any]) -> Session:
         owner=item.get("owner"),
         created_at=item["createdAt"],
         updated_at=item["updatedAt"],
-        ttl=int(item["ttl"]),
+        ttl=ttl,
         message_count=int(item["messageCount"]),
         context_bytes=int(item["contextBytes"]),
         incarnation=item["incarnation"],
         attributes=Attributes(dict(item["attrs"])),
         attribute_bytes=int(item["attrBytes"]),
         write_tokens={k: int(v) for k, v in item["tk"].items()},
+        # An idle period as long as the whole ttl can never end the session first: fixed.
+        idle_seconds=idle if idle < ttl - created_s else None,
+        idle_until=int(item["idleUntil"]),
     )
 
 
@@ -75,9 +87,12 @@ def new_item(
     token_value: int,
     attrs: Mapping[str, str],
     attr_bytes: int,
+    idle: int,
+    idle_until: int,
 ) -> dict[str, Any]:
     """A new session's metadata item (python-typed). Its incarnation is the create's token,
-    which it also names in ``tk`` like every write."""
+    which it also names in ``tk`` like every write. ``idle`` / ``idle_until``: the idle period
+    and the first idle deadline (a fixed-ttl session: its ttl in seconds, and the cap)."""
     item: dict[str, Any] = {
         "pk": schema.pk(session_id),
         "sk": schema.META_SK,
@@ -87,6 +102,8 @@ def new_item(
         "createdAt": stamp,
         "updatedAt": stamp,
         "ttl": ttl,
+        "idle": idle,
+        "idleUntil": idle_until,
         "incarnation": token,
         "messageCount": 0,
         "contextBytes": 0,
@@ -108,9 +125,10 @@ def live(session_id: str, item: Mapping[str, Any] | None, owner: str | None, now
     session looks exactly like a missing one."""
     if item is None or not owned(item, owner):
         raise SessionNotFound(session_id)
-    if int(item["ttl"]) <= now_s:
-        raise SessionExpired(session_id, int(item["ttl"]))
-    return session_from_item(item)
+    session = session_from_item(item)
+    if session.expires_at <= now_s:  # past the cap, or idle past its timeout: the same refusal
+        raise SessionExpired(session_id, session.expires_at)
+    return session
 
 
 #: The widest numbers the item can hold: DynamoDB sizes a number by its significant digits, so
@@ -131,6 +149,8 @@ def _max_size() -> int:
         0,
         {},
         int("9" * len(str(ATTRIBUTES_MAX_BYTES))),
+        WIDEST_TTL,
+        WIDEST_TTL,
     )
     widest.update(
         version=int("9" * 20),

@@ -12,10 +12,12 @@ apart. Whether the write is *conditioned* on the version is the caller's choice
   of whatever version is current, so concurrent writers never refuse each other (a retried
   conflict would have re-sent the same change anyway).
 
-``MetadataWrite`` is that write: the guards every write has (the session exists, is alive and
-is the caller's), the edit's own clauses and condition (``Edit``: a transition, a status
-update, attributes, a context reservation), the version guard, and the request token
-(``write_tokens``). Its refusal interpreter reads the item ALL_OLD returned, once, in order:
+``MetadataWrite`` is that write: the guards every write has (the session exists, is alive --
+cap and idle deadline -- and is the caller's), the edit's own clauses and condition (``Edit``:
+a transition, a status update, attributes, a context reservation), the version guard, the
+request token (``write_tokens``), and the idle deadline moved on (``idleUntil = idle + :now``,
+``expressions.extend_idle``): every accepted write keeps an idle session alive, in the request
+it sends anyway. Its refusal interpreter reads the item ALL_OLD returned, once, in order:
 our token (our lost attempt landed), not live (not found / expired), the edit's verdict (already
 done, or not allowed), a stale version, a full token map, an exact bound.
 """
@@ -36,7 +38,7 @@ from .errors import (
     Unavailable,
     VersionConflict,
 )
-from .expressions import Expr, all_of, live_session
+from .expressions import Expr, all_of, extend_idle, live_session
 from .item import live, owned, session_from_item
 from .models import Session
 from .wire import Cancelled, ConditionFailed, to_python
@@ -112,7 +114,8 @@ class MetadataWrite:
             e, self.token, self.edit.token_value(e, now_s), self.removed, self.seen_tokens
         )
         stamp = f"{e.n('updatedAt')} = {e.v(format_timestamp(now_ms))}"
-        update = "SET " + ", ".join(s for s in (sets, stamp, version_set, token_set) if s)
+        idle = extend_idle(e, now_s)  # every accepted write keeps an idle session alive
+        update = "SET " + ", ".join(s for s in (sets, stamp, idle, version_set, token_set) if s)
         dropped = ", ".join(r for r in (removes, token_removes) if r)
         if dropped:
             update += " REMOVE " + dropped
@@ -176,3 +179,51 @@ class MetadataWrite:
     def _keep(self, session: Session) -> Session:
         self.remember(session)
         return session
+
+
+@dataclass(slots=True)
+class Touch:
+    """``SessionStore.touch``: move an idle session's deadline on without changing anything
+    else -- one UpdateItem ``SET idleUntil = idle + :now`` under the live condition, no version
+    bump, no request token: re-sending it (a lost response) only moves the deadline again, to
+    the same place or later, which is what was asked."""
+
+    table: str
+    session_id: str
+    owner: str | None
+    remember: Callable[[Session], None]
+
+    operation = "update_item"
+
+    def request(self, now_ms: int) -> dict[str, Any]:
+        e = Expr()
+        now_s = now_ms // 1000
+        return {
+            "TableName": self.table,
+            "Key": schema.meta_key(self.session_id),
+            "UpdateExpression": "SET " + extend_idle(e, now_s),
+            "ConditionExpression": live_session(e, owner=self.owner, now_s=now_s),
+            "ReturnValues": "ALL_NEW",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            **e.params(),
+        }
+
+    def succeeded(self, response: dict[str, Any]) -> Session:
+        session = session_from_item(to_python(response["Attributes"]) or {})
+        self.remember(session)
+        return session
+
+    def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Session | Retry:
+        assert isinstance(failure, ConditionFailed)
+        live(self.session_id, failure.old, self.owner, now_ms // 1000)  # raises why not
+        # Live by our clock but not by the condition: nothing explains the refusal.
+        raise DynamoDBError("ConditionalCheckFailedException", repr(failure.old))
+
+    def maybe_landed(self) -> None:
+        pass  # harmless either way: the next attempt moves the deadline again
+
+    def exhausted(self, attempts: int) -> SessionStoreError:
+        return Unavailable(
+            f"touch of session {self.session_id!r}: gave up after {attempts} attempts",
+            maybe_applied=False,
+        )

@@ -119,6 +119,13 @@ class Session:
 
     ``attribute_bytes`` and ``write_tokens`` are bookkeeping the store needs (the attributes'
     size bound, the request tokens of recent writes); they take no part in equality.
+
+    ``ttl`` is the absolute cap (DynamoDB deletes the item after it). A session created with
+    ``idle_seconds`` also expires when no accepted write touched it for that long:
+    ``idle_until`` is that deadline as the item holds it, moved by every write (it may pass
+    ``ttl``; the cap wins). ``expires_at`` is the earlier of the two: the session is refused
+    from then on. A fixed-ttl session has ``idle_seconds`` None and ``idle_until`` at least
+    ``ttl`` (0, the default, means ``ttl``).
     """
 
     session_id: str
@@ -134,9 +141,21 @@ class Session:
     attributes: Attributes = field(default_factory=Attributes)
     attribute_bytes: int = field(default=0, repr=False, compare=False)
     write_tokens: Mapping[str, int] = field(default_factory=dict, repr=False, compare=False)
+    # Out of the repr like the bookkeeping above: a fixed-ttl session prints as it always did.
+    idle_seconds: int | None = field(default=None, repr=False)
+    idle_until: int = field(default=0, repr=False)  # epoch seconds; 0: the ttl
+
+    def __post_init__(self) -> None:
+        if self.idle_until == 0:
+            object.__setattr__(self, "idle_until", self.ttl)
 
     def __hash__(self) -> int:
         return hash((self.session_id, self.version, self.incarnation))
+
+    @property
+    def expires_at(self) -> int:
+        """Epoch seconds from which the session is refused: its cap or its idle deadline."""
+        return min(self.ttl, self.idle_until)
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ from .item import (
     session_from_item,
 )
 from .lifecycle import CreateSession, Status, StatusEdit
-from .locking import Edit, MetadataWrite
+from .locking import Edit, MetadataWrite, Touch
 from .models import Context, Loaded, Session, ToolCallRecord
 from .retry import RetryPolicy
 from .tool_calls import (
@@ -160,15 +160,24 @@ class SessionStore:
         *,
         owner: str | None = None,
         ttl_seconds: int = 86400,
+        idle_seconds: int | None = None,
         attributes: Mapping[str, JSON] | None = None,
     ) -> Session:
         """Create a session in ``initializing`` (one PutItem, if the id is free).
 
-        ``attributes``: its first attributes (see ``update_attributes``)."""
+        ``ttl_seconds``: the session's absolute cap -- it expires then in any case, and
+        DynamoDB deletes it (and its pages, records and claims) after it. ``idle_seconds``
+        (1..``ttl_seconds``): it also expires once no accepted write has touched it for that
+        long (``Session.expires_at``); every write to the session moves that deadline on in
+        the request it sends anyway, and ``touch`` does it for a reader, in one UpdateItem.
+        An idle-expired session is refused everywhere exactly like one past its cap, though
+        DynamoDB deletes it only at the cap. ``attributes``: its first attributes (see
+        ``update_attributes``)."""
         session_id = self.ids.session_id() if session_id is None else session_id
         validate_id(session_id, "session_id")
         _validate_owner(owner)
         _validate_ttl(ttl_seconds)
+        _validate_idle(idle_seconds, ttl_seconds)
         attrs, added = (
             attribute_texts(attributes, "attributes") if attributes is not None else ({}, 0)
         )
@@ -178,6 +187,9 @@ class SessionStore:
         token = self._token()
         now_ms = self.clock.now_ms()
         ttl = now_ms // 1000 + ttl_seconds
+        # A fixed-ttl session is idle for its whole ttl: the deadline every write moves on
+        # (``idle + now``) then never comes before the cap, with no second formula.
+        idle = ttl_seconds if idle_seconds is None else idle_seconds
         item = new_item(
             session_id,
             owner,
@@ -187,6 +199,8 @@ class SessionStore:
             now_ms // 1000,
             attrs,
             attr_bytes,
+            idle,
+            min(now_ms // 1000 + idle, ttl),
         )
         plan = CreateSession(self.table_name, session_id, item_to_wire(item), token)
         try:
@@ -219,6 +233,20 @@ class SessionStore:
         self._remember(session)
         assert item is not None
         return session, item
+
+    @telemetry.traced("touch")
+    def touch(self, session_id: str, *, owner: str | None = None) -> Session:
+        """Keep a session alive for a reader that writes nothing: its idle deadline moves to
+        ``idle_seconds`` from now (never past the cap: ``Session.expires_at``). One UpdateItem
+        ``SET idleUntil = idle + :now`` under the live condition, ``ALL_NEW``: no version bump,
+        no request token (sending it twice is harmless). A missing, expired or foreign session
+        raises as a read would. Writes need no touch: each one moves the deadline itself."""
+        validate_id(session_id, "session_id")
+        _validate_owner(owner)
+        return self._drive(
+            Touch(self.table_name, session_id, owner, self._remember),
+            f"touch of session {session_id!r}",
+        )
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -413,11 +441,12 @@ class SessionStore:
     ) -> ToolCallRecord:
         """Record one tool call, exactly once, on an active session (module ``tool_calls``).
 
-        One ``TransactWriteItems``: a ConditionCheck on the live, active session, the guard
-        ``toolid#<id>`` if absent -- the idempotency key, stable across retries, instances and
-        time -- and the record at ``tool#<recordedAt>#<id>`` in time order. Cost: one request,
-        2 WCU per started KB of each of the three items (transactional writes cost double, and a
-        ConditionCheck bills as a write), typically 6 WCU. A repeat of a recorded call costs
+        One ``TransactWriteItems``: an Update of the live, active session that only moves its
+        idle deadline on (a ConditionCheck would bill the same), the guard ``toolid#<id>`` if
+        absent -- the idempotency key, stable across retries, instances and time -- and the
+        record at ``tool#<recordedAt>#<id>`` in time order. Cost: one request, 2 WCU per
+        started KB of each of the three items (transactional writes cost double), typically
+        6 WCU. A repeat of a recorded call costs
         the refused transaction plus one GetItem of the original record, and writes nothing.
 
         The guard keeps a digest of the *request* (tool name + input): a repeat with the same
@@ -683,6 +712,20 @@ def _validate_ttl(ttl_seconds: object) -> None:
         raise InvalidInput("ttl_seconds must be an int (seconds)")
     if not 0 < ttl_seconds <= _MAX_TTL_SECONDS:
         raise InvalidInput(f"ttl_seconds must be in 1..{_MAX_TTL_SECONDS}, got {ttl_seconds}")
+
+
+def _validate_idle(idle_seconds: object, ttl_seconds: int) -> None:
+    if idle_seconds is None:
+        return
+    if (
+        isinstance(idle_seconds, bool)
+        or not isinstance(idle_seconds, int)
+        or not 0 < idle_seconds <= ttl_seconds
+    ):
+        raise InvalidInput(
+            f"idle_seconds must be None or an int in 1..ttl_seconds ({ttl_seconds}), "
+            f"got {idle_seconds!r}"
+        )
 
 
 def _validate_owner(owner: object) -> None:

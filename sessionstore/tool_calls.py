@@ -2,11 +2,16 @@
 
 One ``TransactWriteItems`` (``RecordToolCall``) per call, all or nothing:
 
-1. ConditionCheck on the metadata item: exists, not expired, the caller's, ``active`` -- and
+1. Update of the metadata item: exists, not expired (cap and idle deadline), the caller's,
+   ``active`` -- and
    its ``ttl`` equal to the record's when that came from the session (a hint or a read can be
    another incarnation's: a mismatch costs a retry, never a record that expires with another
    session), or at least the record's when ``ttl_seconds`` chose it (a record never outlives
-   its session: a longer one is cut to the session's, at one retry);
+   its session: a longer one is cut to the session's, at one retry). Its only change is
+   ``SET idleUntil = idle + :now``: recording a call keeps an idle session alive. It used to
+   be a ConditionCheck; a transactional Update bills the same (one request, 2 write units per
+   started KB of the metadata item) and its refusal returns ALL_OLD the same way. It bumps no
+   version and names no token: the transaction's own guard makes it exactly-once;
 2. Put of the guard ``toolid#<id>`` unless a live one is there: the idempotency key, stable
    across retries, instances and time. An expired guard may be replaced: TTL deletes items one
    at a time, so the guard can outlive its record, and once the record's time is up the id is
@@ -29,7 +34,7 @@ from . import codec, schema, sizing
 from .attempts import RETRY, Retry, gave_up
 from .clock import format_timestamp
 from .errors import DynamoDBError, SessionNotActive, SessionStoreError
-from .expressions import Expr, all_of, live_session
+from .expressions import Expr, all_of, extend_idle, live_session
 from .ids import MAX_ID_LENGTH
 from .item import WIDEST_TTL, live, session_from_item
 from .lifecycle import Status
@@ -166,9 +171,13 @@ class RecordToolCall:
         return {
             "TransactItems": [
                 {
-                    "ConditionCheck": {
+                    # An Update, not a ConditionCheck, to move the idle deadline on: same
+                    # request, same write units (each bills as a transactional write of the
+                    # metadata item), same ALL_OLD on a refusal.
+                    "Update": {
                         "TableName": self.table,
                         "Key": schema.meta_key(self.session_id),
+                        "UpdateExpression": "SET " + extend_idle(check, now_s),
                         "ConditionExpression": check_condition,
                         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                         **check.params(),

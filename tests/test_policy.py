@@ -137,6 +137,7 @@ def _exercise(client: Any, table: str, tenant: str) -> None:
         store.record_tool_call(sid, "t1", "search", {"q": 2}, [1], 3, owner="alice")
     cold.record_tool_call(sid, "t2", "search", {}, None, 1, owner="alice")  # learns the ttl
     store.record_tool_call(sid, "t3", "search", {}, None, 1, owner="alice", ttl_seconds=60)
+    store.touch(sid, owner="alice")
     with FaultInjector(client, script=[Fault.LOST_RESPONSE, Fault.THROTTLE]):
         store.append_context(sid, ["lost"], owner="alice")
     with FaultInjector(client, script=[Fault.LOST_RESPONSE], operations=["PutItem"]):
@@ -223,7 +224,7 @@ def test_leading_keys_confine_a_tenant_to_its_own_sessions(client: Any) -> None:
         "PutItem",
         "UpdateItem",
         "Query",
-        "TransactWriteItems/ConditionCheck",
+        "TransactWriteItems/Update",
         "TransactWriteItems/Put",
     }
     refused = [(op, key) for op, key in touched if not _allowed(key, "acme")]

@@ -18,6 +18,7 @@ import pytest
 
 import sessionstore as ss
 from sessionstore.context import IN_FLIGHT_S
+from sessionstore.item import new_item
 from sessionstore.local import LocalDynamoDB
 from sessionstore.testing import Fault, FaultInjector
 from sessionstore.testing.soak import (
@@ -29,6 +30,7 @@ from sessionstore.testing.soak import (
     run_threads,
     scan_table,
 )
+from sessionstore.wire import item_to_wire
 
 FAULTS = {
     Fault.LOST_RESPONSE.value: 0.1,
@@ -50,6 +52,7 @@ def _soak(
     deadline_s: float,
     faults: dict[str, float] | None = None,
     seed: int = 1,
+    idle_sessions: int = 0,
 ) -> SoakResult:
     endpoint = engine.endpoint_url
     admin = ss.connect(endpoint)
@@ -62,6 +65,7 @@ def _soak(
         deadline_s=deadline_s,
         seed=seed,
         fault_rates=dict(faults or {}),
+        idle_sessions=idle_sessions,
     )
     procs = [
         subprocess.Popen(
@@ -128,6 +132,10 @@ def _check(result: SoakResult, record_property: Any, *, faults: bool) -> None:
         0,
     )
     assert result.version_mismatches == result.forbidden == result.record_mismatches == 0
+    # Idle sessions: none accepted a write once idle past its timeout, and each was refused.
+    assert result.idle_expired_writes == 0
+    if result.idle_sessions:
+        assert result.idle_refusals > 0 and result.errors["SessionExpired"] > 0
     # The soak did what it claims: every kind of call, contention, duplicate tool_call_ids.
     assert set(result.by_operation) >= {
         "create_session",
@@ -146,10 +154,14 @@ def _check(result: SoakResult, record_property: Any, *, faults: bool) -> None:
 
 
 def test_soak_fast(engine: LocalDynamoDB, record_property: Any) -> None:
-    """8 threads + 4 processes, 6 shared sessions, no faults. Bounded by the workers' own
-    deadline (a worker past it stops) and the test timeout, never by an assertion on time."""
-    result = _soak(engine, threads=8, processes=4, sessions=6, ops=20, deadline_s=12)
+    """8 threads + 4 processes, 6 shared sessions (2 of them expiring when idle), no faults.
+    Bounded by the workers' own deadline (a worker past it stops) and the test timeout, never
+    by an assertion on time."""
+    result = _soak(
+        engine, threads=8, processes=4, sessions=6, ops=20, deadline_s=12, idle_sessions=2
+    )
     _check(result, record_property, faults=False)
+    assert result.idle_sessions == 2
 
 
 def test_soak_fast_with_lost_responses_and_throttles(
@@ -158,7 +170,15 @@ def test_soak_fast_with_lost_responses_and_throttles(
     """The same with 10 % lost responses, 10 % throttles, 5 % transaction conflicts and 5 %
     transactions cancelled by throttling on every client."""
     result = _soak(
-        engine, threads=8, processes=4, sessions=6, ops=16, deadline_s=14, faults=FAULTS, seed=2
+        engine,
+        threads=8,
+        processes=4,
+        sessions=6,
+        ops=16,
+        deadline_s=14,
+        faults=FAULTS,
+        seed=2,
+        idle_sessions=2,
     )
     _check(result, record_property, faults=True)
 
@@ -168,10 +188,18 @@ def test_soak_fast_with_lost_responses_and_throttles(
 def test_soak_long(
     engine: LocalDynamoDB, record_property: Any, faults: dict[str, float] | None
 ) -> None:
-    """``make soak``: 12 threads + 6 processes, 8 sessions, up to 300 calls each, 120 s cap
-    per worker (both variants together stay under 5 minutes)."""
+    """``make soak``: 12 threads + 6 processes, 8 sessions (2 expiring when idle), up to 300
+    calls each, 120 s cap per worker (both variants together stay under 5 minutes)."""
     result = _soak(
-        engine, threads=12, processes=6, sessions=8, ops=300, deadline_s=120, faults=faults, seed=3
+        engine,
+        threads=12,
+        processes=6,
+        sessions=8,
+        ops=300,
+        deadline_s=120,
+        faults=faults,
+        seed=3,
+        idle_sessions=2,
     )
     _check(result, record_property, faults=faults is not None)
 
@@ -278,6 +306,54 @@ def test_audit_catches_losses_duplicates_and_forbidden_moves() -> None:
 # A lost response is retried by botocore itself (standard mode), after a backoff of up to a
 # second, so the store never learns that an attempt was ambiguous. Whatever a rival writes in
 # that window decides whether the store can still recognise its own landed write.
+
+
+def test_audit_catches_a_write_accepted_on_an_idle_expired_session() -> None:
+    """The idle check itself: a write acknowledged when no write had landed for longer than the
+    idle timeout is a violation; one within it, or after an ambiguous write, is not."""
+    item = new_item(
+        "a",
+        None,
+        "2026-01-01T12:00:00.000Z",
+        1_767_268_800 + 3600,
+        "tk",
+        0,
+        {},
+        3,
+        2,
+        1_767_268_800 + 2,
+    )
+    base = 1_767_268_800_000
+
+    def event(op: str, t0: int, t1: int, ok: bool = True, **more: Any) -> dict[str, Any]:
+        return {"op": op, "sid": "a", "seq": 0, "ok": ok, "t0": base + t0, "t1": base + t1, **more}
+
+    created = event("create_session", 0, 10)
+    cases = {
+        "in time": ([created, event("transition", 1500, 1600, to="active")], 0),
+        "too late": ([created, event("transition", 2500, 2600, to="active")], 1),
+        "after a refused write": (
+            [
+                created,
+                event("transition", 1900, 1950, False, error="SessionExpired"),
+                event("transition", 2500, 2600, to="active"),
+            ],
+            1,
+        ),
+        "after an ambiguous write": (
+            [
+                created,
+                event("transition", 1500, 1950, False, error="Unavailable", ambiguous=True),
+                event("transition", 2500, 2600, to="active"),
+            ],
+            0,
+        ),
+    }
+    for name, (events, expected) in cases.items():
+        result = audit(
+            [{"worker": "w", "events": events}], [item_to_wire(item)], contexts={"a": []}
+        )
+        assert (result.idle_sessions, result.idle_expired_writes) == (1, expected), name
 
 
 def _rival(engine: LocalDynamoDB, table: str, clock: ss.ManualClock) -> ss.SessionStore:

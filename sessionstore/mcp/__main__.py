@@ -20,6 +20,7 @@ from ..client import connect
 from ..errors import SessionStoreError
 from ..store import SessionStore
 from .conformance import add_conformance_fixtures
+from .middleware import DEFAULT_IDLE_SECONDS
 from .server import create_app, create_server
 
 _LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -38,6 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table", default="mcp-sessions", help="DynamoDB table name")
     parser.add_argument("--endpoint-url", default=None, help="DynamoDB endpoint (default: env)")
     parser.add_argument("--ttl", type=int, default=3600, help="default session ttl, seconds")
+    parser.add_argument(
+        "--idle",
+        type=int,
+        default=DEFAULT_IDLE_SECONDS,
+        help="idle timeout of a session, seconds (default 1800, the SDK's; 0: none)",
+    )
     parser.add_argument(
         "--conformance",
         action="store_true",
@@ -65,7 +72,9 @@ def main(argv: list[str] | None = None) -> int:
 def _build(args: argparse.Namespace) -> MCPServer:
     store = SessionStore(connect(args.endpoint_url), args.table)
     store.create_table()
-    server = create_server(store, default_ttl_seconds=args.ttl, log_level="INFO")
+    server = create_server(
+        store, default_ttl_seconds=args.ttl, idle_seconds=args.idle or None, log_level="INFO"
+    )
     if args.conformance:
         add_conformance_fixtures(server)
     return server

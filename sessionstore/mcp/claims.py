@@ -10,11 +10,14 @@ The claim item lives in the session's partition with sort key ``toolrun#<id>``. 
 Query reads ``sk < "toolid#"`` and expects the metadata item first, so the claim must sort
 after both: ``"toolrun#" > "toolid#" > "tool#..." > "metadata"`` (checked below at import).
 
-The claim put travels in one ``TransactWriteItems`` with a ``ConditionCheck`` on the metadata
-item (live, owned by the caller, ``active``) -- a condition on a put can only see the item it
-writes, and claiming on a closed or foreign session must write nothing. Both actions return
-``ALL_OLD`` on failure, so one failed request says why: no such session, expired, not active,
-or "already claimed" together with the claim as it is. The claim carries a request token: a
+The claim put travels in one ``TransactWriteItems`` with an ``Update`` of the metadata item
+under a condition (live, owned by the caller, ``active``) -- a condition on a put can only see
+the item it writes, and claiming on a closed or foreign session must write nothing. The Update
+changes only the idle deadline (``SET idleUntil = idle + :now``): a claim keeps an idle session
+alive. A transactional Update bills like the ConditionCheck it replaced (same request, 2 write
+units per started KB of the metadata item). Both actions return ``ALL_OLD`` on failure, so
+one failed request says why: no such session, expired, not active, or "already claimed"
+together with the claim as it is. The claim carries a request token: a
 retry of our own claim whose first response was lost finds its own token and carries on. The
 check also compares the session's ``ttl`` with the one the claim carries (learnt once per
 instance): a session re-created under the same id after TTL removed it costs a retry, never a
@@ -22,7 +25,7 @@ claim that expires with the old one. Attempts, backoff, lost responses and conte
 (``TransactionConflict``, throttled cancellations) are the store's one attempt driver's
 (``sessionstore.attempts``); ``ClaimToolCall`` is its plan.
 
-Actions: ``ConditionCheckItem`` + ``PutItem`` (the claim), ``GetItem`` (resolving a repeat) --
+Actions: ``UpdateItem`` + ``PutItem`` (the claim), ``GetItem`` (resolving a repeat) --
 all within the least-privilege policy. Nothing is ever deleted: the claim shares the
 session's ``ttl`` and expires with it.
 
@@ -41,7 +44,7 @@ from ..attempts import RETRY, Retry, drive, gave_up
 from ..clock import format_timestamp
 from ..codec import JSON
 from ..errors import DynamoDBError, SessionNotActive, SessionStoreError
-from ..expressions import Expr, all_of, live_session
+from ..expressions import Expr, all_of, extend_idle, live_session
 from ..ids import validate_id, validate_token
 from ..item import live, session_from_item
 from ..lifecycle import Status
@@ -135,7 +138,8 @@ def claim_request(
     lease_ms: int,
     ttl: int,
 ) -> dict[str, Any]:
-    """TransactWriteItems: the session is live, ours and active; the claim is absent -> put."""
+    """TransactWriteItems: the session is live, ours and active (its idle deadline moved on);
+    the claim is absent -> put."""
     item = {
         "pk": schema.pk(session_id),
         "sk": claim_sk(tool_call_id),
@@ -158,9 +162,12 @@ def claim_request(
     return {
         "TransactItems": [
             {
-                "ConditionCheck": {
+                # An Update rather than a ConditionCheck, to move the idle deadline on: the same
+                # request and write units, the same ALL_OLD on a refusal.
+                "Update": {
                     "TableName": table_name,
                     "Key": schema.meta_key(session_id),
+                    "UpdateExpression": "SET " + extend_idle(e, now_ms // 1000),
                     "ConditionExpression": check,
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                     **e.params(),

@@ -105,6 +105,9 @@ from .protocol import (
 )
 
 _TTL_CACHE_SIZE = 10_000
+#: A session's default idle timeout: the SDK's own for its in-memory sessions
+#: (``mcp.server.streamable_http_manager.DEFAULT_SESSION_IDLE_TIMEOUT``, 30 minutes).
+DEFAULT_IDLE_SECONDS = 30 * 60
 
 logger = logging.getLogger(__name__)
 _ATTACHED: WeakKeyDictionary[MCPServer, SessionStoreExtension] = WeakKeyDictionary()
@@ -263,8 +266,13 @@ class SessionStoreExtension(Extension):
 
     ``lease_seconds``: how long a claim stays "in progress" before a repeat is told "outcome
     unknown" -- longer than the slowest tool. ``default_ttl_seconds`` / ``max_ttl_seconds``
-    bound what a session may ask for. ``open_tool`` / ``close_tool``: the names of the tools it
-    contributes for clients that know no custom method (None: not contributed);
+    bound what a session may ask for: its absolute cap. ``idle_seconds``: a session also
+    expires after this long without a request that wrote to it (default 1800, the SDK's own
+    ``DEFAULT_SESSION_IDLE_TIMEOUT``; None: only the cap) -- every claim and record moves the
+    deadline on at no extra request, and the legacy ``Mcp-Session-Id`` check adds one write
+    (``SessionStore.touch``) at most once per half idle period. ``open_tool`` /
+    ``close_tool``: the names of the tools it contributes for clients that know no custom
+    method (None: not contributed);
     ``handle_argument`` / ``idempotency_argument``: the tool arguments that carry a session
     handle and an idempotency key. Call ``attach(server)`` once the server exists
     (``create_server`` does): the interceptor looks tools up in it.
@@ -279,6 +287,7 @@ class SessionStoreExtension(Extension):
         lease_seconds: int = 300,
         default_ttl_seconds: int = 3600,
         max_ttl_seconds: int = 7 * 86400,
+        idle_seconds: int | None = DEFAULT_IDLE_SECONDS,
         open_tool: str | None = OPEN_TOOL,
         close_tool: str | None = CLOSE_TOOL,
         handle_argument: str = HANDLE_ARGUMENT,
@@ -295,6 +304,10 @@ class SessionStoreExtension(Extension):
                 raise InvalidInput(f"{name} must be a positive int")
         if default_ttl_seconds > max_ttl_seconds:
             raise InvalidInput("default_ttl_seconds must not exceed max_ttl_seconds")
+        if idle_seconds is not None and (
+            isinstance(idle_seconds, bool) or not isinstance(idle_seconds, int) or idle_seconds < 1
+        ):
+            raise InvalidInput("idle_seconds must be None or a positive int")
         for name, text in (
             ("open_tool", open_tool),
             ("close_tool", close_tool),
@@ -307,6 +320,7 @@ class SessionStoreExtension(Extension):
         self.lease_ms = lease_seconds * 1000
         self.default_ttl_seconds = default_ttl_seconds
         self.max_ttl_seconds = max_ttl_seconds
+        self.idle_seconds = idle_seconds
         self.open_tool = open_tool
         self.close_tool = close_tool
         self.handle_argument = handle_argument
@@ -365,10 +379,15 @@ class SessionStoreExtension(Extension):
         session_id: str | None = None,
         attributes: dict[str, JSON] | None = None,
     ) -> Session:
-        """Create and activate a session for the current principal (two writes)."""
+        """Create and activate a session for the current principal (two writes). It expires
+        after ``ttl_seconds`` in any case, and after ``idle_seconds`` without a write."""
         ttl_seconds = ttl_seconds or self.default_ttl_seconds
         if not 0 < ttl_seconds <= self.max_ttl_seconds:
             raise InvalidInput(f"ttlSeconds must be in 1..{self.max_ttl_seconds}")
+        # An idle period as long as the cap changes nothing: a fixed-ttl session.
+        idle_seconds = self.idle_seconds
+        if idle_seconds is not None and idle_seconds >= ttl_seconds:
+            idle_seconds = None
         owner = principal_owner()
         kept = {k: v for k, v in (attributes or {}).items() if v is not None}
 
@@ -378,6 +397,7 @@ class SessionStoreExtension(Extension):
                 session_id,
                 owner=owner,
                 ttl_seconds=ttl_seconds,
+                idle_seconds=idle_seconds,
                 attributes=kept,
             )
 
@@ -392,11 +412,15 @@ class SessionStoreExtension(Extension):
         return session
 
     async def session_for_request(self, session_id: str) -> Session:
-        """The live, active session of the current principal (one consistent read)."""
+        """The live, active session of the current principal (one consistent read). An idle
+        session with less than half its idle period left is also touched (one UpdateItem), so
+        a client that only reads keeps it alive at one write per half idle period at most."""
         owner = principal_owner()
         session = await self.store.get_session(session_id, owner=owner)
         if session.status is not Status.ACTIVE:
             raise SessionNotActive(session_id, session.status)
+        if needs_touch(session, self.store.clock.now_ms() // 1000):
+            session = await self.store.touch(session_id, owner=owner)
         self._remember(session_id, owner, session.ttl)
         return session
 
@@ -720,6 +744,18 @@ class SessionStoreExtension(Extension):
         self._ttls.move_to_end((session_id, owner))
         while len(self._ttls) > _TTL_CACHE_SIZE:
             self._ttls.popitem(last=False)
+
+
+def needs_touch(session: Session, now_s: int) -> bool:
+    """A read-only request should move the idle deadline on: the session is an idle one, less
+    than half its idle period is left, and moving it would keep the session longer (the
+    deadline is still before the cap)."""
+    idle = session.idle_seconds
+    return (
+        idle is not None
+        and session.idle_until < session.ttl
+        and 2 * (session.idle_until - now_s) < idle
+    )
 
 
 def _valid(tool: Tool, arguments: dict[str, Any]) -> bool:

@@ -44,7 +44,7 @@ from ..aio import AsyncSessionStore
 from ..errors import InvalidInput
 from ..store import SessionStore
 from . import http_sessions
-from .middleware import SessionStoreExtension, current_session
+from .middleware import DEFAULT_IDLE_SECONDS, SessionStoreExtension, current_session
 from .protocol import SessionHandle
 
 #: Comma-separated secrets (newest first) that seal ``requestState`` on every instance.
@@ -96,20 +96,26 @@ def create_server(
     auth: AuthSettings | None = None,
     lease_seconds: int = 300,
     default_ttl_seconds: int = 3600,
+    idle_seconds: int | None = DEFAULT_IDLE_SECONDS,
     demo_tools: bool = True,
     log_level: str = "WARNING",
     extension: SessionStoreExtension | None = None,
 ) -> MCPServer:
     """An ``MCPServer`` with the store's extension (``store=None``: the bare server, same tools,
-    no sessions -- the baseline for measuring what the store costs). ``extension``: one built
-    with other options (its store is used)."""
+    no sessions -- the baseline for measuring what the store costs). Sessions expire after
+    ``default_ttl_seconds`` (unless they ask for another cap) and after ``idle_seconds``
+    without use (None: never idle). ``extension``: one built with other options (its store is
+    used)."""
     if isinstance(store, SessionStore):
         store = AsyncSessionStore(store)
     if store is not None and not isinstance(store, AsyncSessionStore):
         raise InvalidInput("store must be a SessionStore, an AsyncSessionStore or None")
     if extension is None and store is not None:
         extension = SessionStoreExtension(
-            store, lease_seconds=lease_seconds, default_ttl_seconds=default_ttl_seconds
+            store,
+            lease_seconds=lease_seconds,
+            default_ttl_seconds=default_ttl_seconds,
+            idle_seconds=idle_seconds,
         )
     server: MCPServer = MCPServer(
         name,

@@ -28,6 +28,16 @@ interrupted append left has passed):
 * no forbidden move: what each worker observed, in its own program order, only moves forward
   in the lifecycle, and the final status is reachable from every status acknowledged to anyone.
 
+Idle sessions (``SoakPlan.idle_sessions``: the last ones of ``session_ids``, created with
+``idle_seconds``) are used by every worker until ``idle_quiet_s`` into its run and then left
+alone; once they have been idle for longer than their timeout, each worker writes to each of
+them again (an append, a tool record, a transition), which must be refused as
+``SessionExpired``. The audit checks from the events' times (``t0`` before the call, ``t1``
+after it, on the store's clock) that no write was acknowledged on an idle-expired session: an
+acknowledged write must have started before the latest idle deadline any write that may have
+landed before it could have set (``_audit_idle``). Their contexts are read even once they have
+expired (``read_contexts``).
+
 Loops are bounded in count *and* time. ``python -m sessionstore.testing.soak`` runs one worker
 process: it prints ``ready``, waits for a line on stdin, runs, and prints its report as JSON.
 """
@@ -50,16 +60,20 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer
 
 from ..codec import JSON
+from ..context import read_context, recent_reservations
 from ..errors import (
     InvalidTransition,
+    SessionExpired,
     SessionNotActive,
     SessionStoreError,
     ToolCallConflict,
     Unavailable,
     VersionConflict,
 )
+from ..item import session_from_item
 from ..lifecycle import TRANSITIONS, Status
 from ..models import Loaded, Session, ToolCallRecord
+from ..schema import META_SK, PAGES_END
 from .faults import Fault, FaultInjector
 
 _DESER = TypeDeserializer()
@@ -90,6 +104,13 @@ class SoakPlan:
     conflicting_payloads: float = 0.05  # share of record calls that send a different payload
     seed: int = 0
     fault_rates: dict[str, float] = field(default_factory=dict)  # Fault.value -> rate
+    idle_sessions: int = 0  # the last ones of session_ids expire when idle for idle_seconds
+    idle_seconds: int = 2
+    idle_quiet_s: float = 3.0  # into its run, a worker leaves the idle sessions alone
+
+    @property
+    def idle_ids(self) -> tuple[str, ...]:
+        return self.session_ids[len(self.session_ids) - self.idle_sessions :]
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -148,9 +169,22 @@ def read_contexts(store: Any, session_ids: Iterable[str]) -> dict[str, list[str]
     for sid in session_ids:
         try:
             out[sid] = _message_ids(store.context(sid))
+        except SessionExpired:  # idle past its timeout: still stored, read the same way
+            out[sid] = _message_ids(_expired_context(store, sid))
         except SessionStoreError:
             continue
     return out
+
+
+def _expired_context(store: Any, sid: str) -> Iterable[JSON]:
+    """What ``store.context`` would show of a session that has expired but is still stored
+    (idle past its timeout): the same reader, without the expiry check."""
+    items = list(store._items(sid, META_SK, PAGES_END))
+    head = items[0]
+    now_s = store.clock.now_ms() // 1000
+    recent = recent_reservations(head, now_s)
+    texts = read_context(session_from_item(head), items[1:], None, now_s, recent)
+    return [json.loads(text) for _, text in texts]
 
 
 def _session_fields(session: Session) -> dict[str, Any]:
@@ -190,6 +224,7 @@ def run_worker(
         lost_before = injector.injected_in_thread()[Fault.LOST_RESPONSE] if injector else 0
         event: dict[str, Any] = {"op": op, "sid": sid, "seq": len(events), **info}
         result: Any = None
+        event["t0"] = store.clock.now_ms()
         try:
             result = fn(*args)
             event["ok"] = True
@@ -210,6 +245,7 @@ def run_worker(
             event["ok"] = False
             event["error"] = type(exc).__name__
             event["untyped"] = repr(exc)[:500]
+        event["t1"] = store.clock.now_ms()
         if injector is not None:
             lost = injector.injected_in_thread()[Fault.LOST_RESPONSE] - lost_before
             event["ambiguous"] = lost > 0
@@ -229,17 +265,27 @@ def run_worker(
 
     order = list(plan.session_ids)
     rng.shuffle(order)
+    idle_ids = set(plan.idle_ids)
     for sid in order:
         if time.monotonic() > stop:
             break
-        call("create_session", sid, lambda s: store.create_session(s), sid)
+        idle = plan.idle_seconds if sid in idle_ids else None
+        call(
+            "create_session",
+            sid,
+            lambda s, idle=idle: store.create_session(s, idle_seconds=idle),
+            sid,
+        )
 
     names = list(OPS)
     weights = [OPS[n] for n in names]
+    fixed_ids = [s for s in plan.session_ids if s not in idle_ids] or list(plan.session_ids)
     for i in range(plan.ops):
         if time.monotonic() > stop:
             break
         sid = rng.choice(plan.session_ids)
+        if sid in idle_ids and time.monotonic() - started >= plan.idle_quiet_s:
+            sid = rng.choice(fixed_ids)  # the idle sessions are left alone from now on
         op = rng.choices(names, weights)[0]
         late = (  # by count, or by time when the deadline is what ends the run
             i >= plan.ops * plan.close_after
@@ -279,6 +325,46 @@ def run_worker(
         else:
             call(op, sid, store.load, sid)
 
+    if idle_ids:
+        # Back once every idle session has had no write for longer than its timeout (plus a
+        # second for the other workers' start and their last requests): refused, each one.
+        back = plan.idle_quiet_s + plan.idle_seconds + 1.5
+        time.sleep(max(0.0, back - (time.monotonic() - started)))
+        for sid in sorted(idle_ids):
+            p = tool_payload(sid, 0)
+            call(
+                "append_context",
+                sid,
+                store.append_context,
+                sid,
+                [{"m": f"{worker}/back"}],
+                msgs=[f"{worker}/back"],
+                late=True,
+            )
+            call(
+                "record_tool_call",
+                sid,
+                store.record_tool_call,
+                sid,
+                p["tool_call_id"],
+                p["tool_name"],
+                p["input"],
+                p["output"],
+                p["duration_ms"],
+                tool_call_id=p["tool_call_id"],
+                variant=None,
+                late=True,
+            )
+            call(
+                "transition",
+                sid,
+                store.transition,
+                sid,
+                Status.CLOSED,
+                to=Status.CLOSED.value,
+                late=True,
+            )
+
     report: dict[str, Any] = {
         "worker": worker,
         "events": events,
@@ -311,6 +397,9 @@ class SoakResult:
     version_mismatches: int = 0
     forbidden: int = 0
     record_mismatches: int = 0
+    idle_sessions: int = 0
+    idle_expired_writes: int = 0  # writes acknowledged on a session idle past its timeout
+    idle_refusals: int = 0  # writes refused as SessionExpired on an idle session
     acked_messages: int = 0
     stored_messages: int = 0
     tool_records: int = 0
@@ -478,6 +567,7 @@ def _audit_session(
             result.phantoms += 1
             bad.append(f"{sid}: exists but nobody tried to create it")
 
+    _audit_idle(sid, item, events, result)
     final = Status(item["status"])
     version = int(item["version"])
     result.final_status[sid] = final.value
@@ -644,6 +734,45 @@ def _audit_session(
             f"changes (+ up to {unstored_max} reservations without a page; "
             f"held {sorted(s.value for s in held)})"
         )
+
+
+_WRITES = frozenset(
+    {"create_session", "transition", "update_status", "append_context", "record_tool_call"}
+)
+
+
+def _audit_idle(
+    sid: str, item: dict[str, Any], events: list[tuple[str, dict[str, Any]]], result: SoakResult
+) -> None:
+    """No write acknowledged on a session idle past its timeout. Every write that may have
+    landed (acknowledged -- a no-op included, which only loosens the bound -- or ambiguous) set
+    ``idleUntil`` to its own time + idle at most, and could do so before a write ``w`` only if
+    it started before ``w`` ended; ``w``'s condition saw a time no earlier than ``w`` began. So
+    an acknowledged ``w`` that began at or after every such deadline was accepted on an expired
+    session."""
+    if "idle" not in item:  # a hand-made item (the audit's own tests): no idle timeout
+        return
+    idle = session_from_item(item).idle_seconds
+    if idle is None:
+        return
+    result.idle_sessions += 1
+    writes = [e for _, e in events if e["op"] in _WRITES and "t0" in e]
+    landed = [
+        e for e in writes if e["ok"] or _may_have_landed(e) or e.get("error") == "Unavailable"
+    ]
+    for w in writes:
+        if not w["ok"]:
+            result.idle_refusals += w.get("error") == "SessionExpired"
+            continue
+        before = [e for e in landed if e is not w and e["t0"] < w["t1"]]
+        deadline = max((min(e["t1"], w["t1"]) // 1000 + idle for e in before), default=None)
+        if w["op"] == "create_session":
+            continue  # the first write: nothing to be expired yet
+        if deadline is None or w["t0"] // 1000 >= deadline:
+            result.idle_expired_writes += 1
+            result.violations.append(
+                f"{sid}: {w['op']} acknowledged at {w['t0']} ms, idle since before {deadline} s"
+            )
 
 
 def _stored_fields(item: dict[str, Any]) -> dict[str, Any]:
