@@ -43,7 +43,8 @@ XDIST := -n $(TEST_WORKERS) --dist loadfile
 
 define install_into
 	$(1)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
-	$(1)/bin/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e ".[dev]"
+	@# --no-compile: the bytecode of what is imported is written on first use, not of all of it.
+	$(1)/bin/python -m pip install --quiet --disable-pip-version-check --no-compile -c requirements.lock -e ".[dev]"
 	$(1)/bin/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (sessionstore)" >/dev/null
 	@touch $(1)/.installed
 endef

@@ -164,7 +164,7 @@ with mock_aws():
     c = boto3.client("dynamodb", region_name="us-east-1",
                      aws_access_key_id="x", aws_secret_access_key="x")
     create_table(c, "race")
-    r = race.thread_race(c, "race", "k", threads=8, per_worker=20)
+    r = race.thread_race(c, "race", "k", threads=8, per_worker=10)
     print(r.acknowledged, r.lost_updates, r.lost_elements)
 """
 
@@ -173,7 +173,7 @@ with mock_aws():
 def test_stock_moto_loses_updates_which_is_why_we_serialize() -> None:
     """The same race on unpatched in-process moto (another process, so our lock is absent).
 
-    Measured: 24-49 of 400 acknowledged updates lost per run. Up to three tries, so a lucky
+    Notebook 06 shows the same race (8 threads x 10 updates). Up to three tries, so a lucky
     interleaving cannot make this flaky; if moto ever becomes atomic, this fails and tells us.
     """
     env = {**os.environ, "PYTHONHASHSEED": "0"}

@@ -47,7 +47,7 @@ from sessionstore.tool_calls import record_from_item
 
 from .conftest import scan
 
-EXAMPLES = 400
+EXAMPLES = 250
 S = ss.Status
 _DESER = TypeDeserializer()
 _tables = itertools.count(1)

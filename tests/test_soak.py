@@ -154,11 +154,11 @@ def _check(result: SoakResult, record_property: Any, *, faults: bool) -> None:
 
 
 def test_soak_fast(engine: LocalDynamoDB, record_property: Any) -> None:
-    """8 threads + 4 processes, 6 shared sessions (2 of them expiring when idle), no faults.
+    """6 threads + 3 processes, 6 shared sessions (2 of them expiring when idle), no faults.
     Bounded by the workers' own deadline (a worker past it stops) and the test timeout, never
     by an assertion on time."""
     result = _soak(
-        engine, threads=8, processes=4, sessions=6, ops=20, deadline_s=12, idle_sessions=2
+        engine, threads=6, processes=3, sessions=6, ops=20, deadline_s=12, idle_sessions=2
     )
     _check(result, record_property, faults=False)
     assert result.idle_sessions == 2
@@ -171,8 +171,8 @@ def test_soak_fast_with_lost_responses_and_throttles(
     transactions cancelled by throttling on every client."""
     result = _soak(
         engine,
-        threads=8,
-        processes=4,
+        threads=6,
+        processes=3,
         sessions=6,
         ops=16,
         deadline_s=14,
