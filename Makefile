@@ -75,11 +75,17 @@ test: $(STAMP)
 	@echo "make test: $(VENV) runs $$($(PY) -V 2>&1)$(if $(filter $(NB_VENV),$(VENV)),, -- the notebooks run on $(NOTEBOOK_PYTHON_VERSION) in $(NB_VENV))"
 	$(PY) -m ruff check sessionstore tests benchmarks
 	$(PY) -m ruff format --check sessionstore tests benchmarks
-	$(PY) -m mypy
+	@# mypy runs beside the suite (the suite's last minutes leave a core free); its output after.
 ifeq ($(NB_VENV),$(VENV))
-	$(PY) -m pytest -q -m "not soak" --nbval --nbval-current-env $(XDIST) --durations=10
+	@$(PY) -m mypy > $(VENV)/mypy.out 2>&1 & mypy=$$!; \
+	$(PY) -m pytest -q -m "not soak" --nbval --nbval-current-env $(XDIST) --durations=10; rc=$$?; \
+	wait $$mypy; m=$$?; echo "mypy: $$(tail -1 $(VENV)/mypy.out)"; \
+	if [ $$m != 0 ]; then cat $(VENV)/mypy.out; exit $$m; fi; exit $$rc
 else
-	$(PY) -m pytest -q -m "not soak" tests $(XDIST) --durations=10
+	@$(PY) -m mypy > $(VENV)/mypy.out 2>&1 & mypy=$$!; \
+	$(PY) -m pytest -q -m "not soak" tests $(XDIST) --durations=10; rc=$$?; \
+	wait $$mypy; m=$$?; echo "mypy: $$(tail -1 $(VENV)/mypy.out)"; \
+	if [ $$m != 0 ]; then cat $(VENV)/mypy.out; exit $$m; fi; [ $$rc = 0 ] || exit $$rc
 	@if [ -n "$(NB_PYTHON_FOUND)" ]; then $(MAKE) --no-print-directory notebooks; \
 	elif [ -n "$$CI" ]; then echo "make test: Python $(NOTEBOOK_PYTHON_VERSION), the notebooks' own, not found" >&2; exit 1; \
 	else echo "make test: notebooks NOT run: their outputs were made on Python $(NOTEBOOK_PYTHON_VERSION), not found here"; fi

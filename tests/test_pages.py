@@ -169,11 +169,14 @@ def test_a_page_that_could_not_be_written_leaves_a_hole_readers_wait_for_then_sk
     before the hole (so reading on later misses nothing); after ``IN_FLIGHT_S`` they skip it."""
     sid = active.session_id
     store.append_context(sid, ["before"], owner=OWNER)
+    # One attempt per request: the throttles end the page write at once, not after backoff.
+    quick = ss.connect(client.meta.endpoint_url, max_attempts=1)
+    writer = ss.SessionStore(quick, table, clock=clock, ids=ss.CounterIds("q"))
     with (
-        FaultInjector(client, rates={Fault.THROTTLE: 1.0}, operations=["PutItem"]),
+        FaultInjector(quick, rates={Fault.THROTTLE: 1.0}, operations=["PutItem"]),
         pytest.raises(ss.Unavailable) as caught,
     ):
-        store.append_context(sid, ["lost"], owner=OWNER)
+        writer.append_context(sid, ["lost"], owner=OWNER)
     assert not caught.value.maybe_applied
     other = _fresh(client, table, clock, "o")
     after = other.append_context(sid, ["after"], owner=OWNER)
@@ -190,12 +193,15 @@ def test_the_failed_appends_instance_clears_its_hole_with_its_next_write(
     client: Any, table: str, clock: ss.ManualClock, store: ss.SessionStore, active: ss.Session
 ) -> None:
     sid = active.session_id
+    # One attempt per request: the throttles end the page write at once, not after backoff.
+    quick = ss.connect(client.meta.endpoint_url, max_attempts=1)
+    writer = ss.SessionStore(quick, table, clock=clock, ids=ss.CounterIds("q"))
     with (
-        FaultInjector(client, rates={Fault.THROTTLE: 1.0}, operations=["PutItem"]),
+        FaultInjector(quick, rates={Fault.THROTTLE: 1.0}, operations=["PutItem"]),
         pytest.raises(ss.Unavailable),
     ):
-        store.append_context(sid, ["lost"], owner=OWNER)
-    store.append_context(sid, ["next"], owner=OWNER)  # removes the failed append's token
+        writer.append_context(sid, ["lost"], owner=OWNER)
+    writer.append_context(sid, ["next"], owner=OWNER)  # removes the failed append's token
     assert list(_fresh(client, table, clock).context(sid, owner=OWNER)) == ["next"]
 
 
