@@ -277,6 +277,22 @@ def run_worker(
             sid,
         )
 
+    def record(sid: str, p: dict[str, Any], variant: str | None, **info: Any) -> None:
+        call(
+            "record_tool_call",
+            sid,
+            store.record_tool_call,
+            sid,
+            p["tool_call_id"],
+            p["tool_name"],
+            p["input"],
+            p["output"],
+            p["duration_ms"],
+            tool_call_id=p["tool_call_id"],
+            variant=variant,
+            **info,
+        )
+
     names = list(OPS)
     weights = [OPS[n] for n in names]
     fixed_ids = [s for s in plan.session_ids if s not in idle_ids] or list(plan.session_ids)
@@ -306,20 +322,7 @@ def run_worker(
         elif op == "record_tool_call":
             n = rng.randrange(plan.tool_ids)
             variant = worker if rng.random() < plan.conflicting_payloads else None
-            p = tool_payload(sid, n, variant)
-            call(
-                op,
-                sid,
-                store.record_tool_call,
-                sid,
-                p["tool_call_id"],
-                p["tool_name"],
-                p["input"],
-                p["output"],
-                p["duration_ms"],
-                tool_call_id=p["tool_call_id"],
-                variant=variant,
-            )
+            record(sid, tool_payload(sid, n, variant), variant)
         elif op == "get_session":
             call(op, sid, store.get_session, sid)
         else:
@@ -331,7 +334,6 @@ def run_worker(
         back = plan.idle_quiet_s + plan.idle_seconds + 1.5
         time.sleep(max(0.0, back - (time.monotonic() - started)))
         for sid in sorted(idle_ids):
-            p = tool_payload(sid, 0)
             call(
                 "append_context",
                 sid,
@@ -341,20 +343,7 @@ def run_worker(
                 msgs=[f"{worker}/back"],
                 late=True,
             )
-            call(
-                "record_tool_call",
-                sid,
-                store.record_tool_call,
-                sid,
-                p["tool_call_id"],
-                p["tool_name"],
-                p["input"],
-                p["output"],
-                p["duration_ms"],
-                tool_call_id=p["tool_call_id"],
-                variant=None,
-                late=True,
-            )
+            record(sid, tool_payload(sid, 0), None, late=True)
             call(
                 "transition",
                 sid,
