@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import math
 import os
 import socket
@@ -73,9 +74,15 @@ async def client(
     n: int, urls: list[str], session_id: str | None, calls: int, start: asyncio.Barrier
 ) -> tuple[str, list[tuple[str, float, str | None]]]:
     done: list[tuple[str, float, str | None]] = []  # (tool-call id, seconds, error or None)
-    async with Client(urls[0]) as first, Client(urls[1]) as second:
-        if session_id is None:
-            session_id = (await open_session(first)).session_id
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            first = await stack.enter_async_context(Client(urls[0]))
+            second = await stack.enter_async_context(Client(urls[1]))
+            if session_id is None:
+                session_id = (await open_session(first)).session_id
+        except BaseException:
+            await start.abort()  # the others stop waiting now, not at --timeout
+            raise
         # One SessionCalls per server, same session id: it goes in every call's _meta.
         ways = [SessionCalls(first, session_id), SessionCalls(second, session_id)]
         await start.wait()  # the clock starts when every client is ready
@@ -123,7 +130,16 @@ async def measure(clients: int, calls: int, logs: str) -> dict[str, Any]:
             asyncio.create_task(client(n, urls, shared if n % 2 else None, calls, start))
             for n in range(clients)
         ]
-        await start.wait()
+        try:
+            await start.wait()
+        except asyncio.BrokenBarrierError:
+            # A client's set-up failed: raise its error, not the barrier the others saw broken.
+            failures = await asyncio.gather(*tasks, return_exceptions=True)
+            raise next(
+                e
+                for e in failures
+                if isinstance(e, BaseException) and not isinstance(e, asyncio.BrokenBarrierError)
+            ) from None
         began = time.perf_counter()
         outcomes = await asyncio.gather(*tasks)
         wall = time.perf_counter() - began
