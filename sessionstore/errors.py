@@ -92,35 +92,23 @@ class ConflictRetriesExhausted(VersionConflict):
 
 
 class ToolCallConflict(SessionStoreError):
-    """The tool_call_id is already recorded for a different request (tool name or input).
+    """The tool_call_id is already taken by a different request (tool name or input), or by a
+    call claimed but not recorded yet.
 
     Like any idempotency key, the id names the *request*: a repeat with the same name and input
     returns the stored record whatever output the repeat brings (a re-run tool may answer
-    differently -- a timestamp, a ranking); the stored output is the answer.
+    differently -- a timestamp, a ranking); the stored output is the answer. ``stored`` is the
+    record that holds the id, or None while the call holding it is still unfinished.
     """
 
-    def __init__(self, stored: ToolCallRecord) -> None:
-        super().__init__(
-            f"tool call {stored.tool_call_id!r} of session {stored.session_id!r} is already "
+    def __init__(self, stored: ToolCallRecord | None, session_id: str, tool_call_id: str) -> None:
+        what = (
             "recorded with a different tool name or input"
+            if stored is not None
+            else "claimed by a call that has not been recorded"
         )
+        super().__init__(f"tool call {tool_call_id!r} of session {session_id!r} is already {what}")
         self.stored = stored
-
-
-class RecordMissing(SessionStoreError):
-    """A tool call's guard is live but its record is gone.
-
-    The store writes both in one transaction with the same ``ttl``, so this happens only when
-    something outside the store deleted the record, or DynamoDB's TTL sweeper -- on the table's
-    clock, which may run ahead of ours -- removed it first. The call is not recorded again while
-    the guard is live: that could execute a side effect twice.
-    """
-
-    def __init__(self, session_id: str, tool_call_id: str) -> None:
-        super().__init__(
-            f"tool call {tool_call_id!r} of session {session_id!r} is recorded, but its record "
-            "is gone (deleted outside the store, or expired by the table's clock)"
-        )
         self.session_id = session_id
         self.tool_call_id = tool_call_id
 

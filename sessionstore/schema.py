@@ -5,14 +5,15 @@ item              sk                          mutable    holds
 ================  ==========================  =========  =====================================
 session metadata  ``metadata``                versioned  status, counters, owner, ttl, tokens
 context page      ``msg#<last seq>``          never      one append's messages, first seq, ttl
-tool-call record  ``tool#<recordedAt>#<id>``  never      name, input, output, duration, ttl
-tool-call guard   ``toolid#<id>``             never      the record's sk + payload fingerprint
+tool call         ``tool#<id>``               once       claimed -> recorded: name, fingerprint,
+                                                         input, output, duration, ttl
 ================  ==========================  =========  =====================================
 
-Sort keys sort ``metadata`` < ``msg#...`` < ``tool#...`` < ``toolid#...``, so
-``sk BETWEEN "metadata" AND "tool$"`` reads the metadata, the context and the history in one
-Query, each in order, without the guards; ``sk BETWEEN "metadata" AND "msg$"`` reads the
-metadata and the context alone. A page is keyed by
+Sort keys sort ``metadata`` < ``msg#...`` < ``tool#...``, so ``sk BETWEEN "metadata" AND
+"tool$"`` reads the metadata, the context and the tool calls in one Query;
+``sk BETWEEN "metadata" AND "msg$"`` reads the metadata and the context alone. A tool call is
+keyed by its id (the idempotency key); the history is sorted by recording time after the read
+(``sessionstore.tool_calls.history``). A page is keyed by
 its *last* message's seq (fixed width, so key order is message order): the page holding seq ``k``
 is the first one whose key is ``>= msg#<k>``, so reading from any position needs no probe.
 The metadata item's fields are in ``sessionstore.item``.
@@ -28,11 +29,10 @@ from botocore.exceptions import ClientError
 
 META_SK = "metadata"
 TOOL_PREFIX = "tool#"
-GUARD_PREFIX = "toolid#"
 PAGE_PREFIX = "msg#"
 #: Just past every page key ("$" follows "#"): the upper bound of a context Query.
 PAGES_END = "msg$"
-#: Just past every tool record key and before the guards (``"tool$" < "toolid#"``).
+#: Just past every tool-call key.
 TOOLS_END = "tool$"
 SEQ_DIGITS = 12
 
@@ -49,12 +49,8 @@ def page_sk(last_seq: int) -> str:
     return f"{PAGE_PREFIX}{last_seq:0{SEQ_DIGITS}d}"
 
 
-def tool_sk(recorded_at: str, tool_call_id: str) -> str:
-    return f"{TOOL_PREFIX}{recorded_at}#{tool_call_id}"
-
-
-def guard_sk(tool_call_id: str) -> str:
-    return f"{GUARD_PREFIX}{tool_call_id}"
+def tool_sk(tool_call_id: str) -> str:
+    return f"{TOOL_PREFIX}{tool_call_id}"
 
 
 #: The attribute DynamoDB's TTL deletes expired items by.

@@ -8,7 +8,7 @@ module              pattern                                     notebook
 ``item``            the metadata item: fields, parser, size      01
 ``locking``         the version condition; the metadata write    02
 ``context``         context accumulation in pages                03
-``tool_calls``      idempotent tool-call records                 04
+``tool_calls``      idempotent tool calls: one item per call     04
 ``lifecycle``       statuses and the guarded transition          05
 ``write_tokens``    did my lost write land?                      06
 ``attributes``      session attributes                           02
@@ -25,7 +25,6 @@ had in fact landed.
 
 from __future__ import annotations
 
-import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -55,7 +54,6 @@ from .errors import (
     ContextFull,
     InvalidInput,
     ItemTooLarge,
-    RecordMissing,
     SessionNotFound,
     ToolCallConflict,
     Unavailable,
@@ -75,12 +73,14 @@ from .locking import Edit, MetadataWrite, Touch
 from .models import Context, Loaded, Session, ToolCallRecord
 from .retry import RetryPolicy
 from .tool_calls import (
-    RecordToolCall,
-    guard_item,
-    live_records,
+    CallState,
+    PutToolCall,
+    call_item,
+    check_record_size,
+    history,
     record_from_item,
-    record_item,
-    record_size_bound,
+    recorded_fields,
+    state_of,
 )
 from .wire import install_hooks, item_to_wire, send, to_python
 from .write_tokens import TOKEN_CAP, key
@@ -441,17 +441,16 @@ class SessionStore:
     ) -> ToolCallRecord:
         """Record one tool call, exactly once, on an active session (module ``tool_calls``).
 
-        One ``TransactWriteItems``: an Update of the live, active session that only moves its
-        idle deadline on (a ConditionCheck would bill the same), the guard ``toolid#<id>`` if
-        absent -- the idempotency key, stable across retries, instances and time -- and the
-        record at ``tool#<recordedAt>#<id>`` in time order. Cost: one request, 2 WCU per
-        started KB of each of the three items (transactional writes cost double), typically
-        6 WCU. A repeat of a recorded call costs
-        the refused transaction plus one GetItem of the original record, and writes nothing.
+        One ``TransactWriteItems`` (``PutToolCall``): an Update of the live, active session
+        that only moves its idle deadline on, and the recorded call item at ``tool#<id>`` unless
+        a live one holds the id. Cost: one request, 2 WCU per started KB of each of the two
+        items (transactional writes bill double), typically 4 WCU. A repeat is answered from
+        the refused request's ALL_OLD: one request, nothing written, no read.
 
-        The guard keeps a digest of the *request* (tool name + input): a repeat with the same
+        The item keeps a digest of the *request* (tool name + input): a repeat with the same
         request returns the stored record whatever output it brings; a different request under
-        the same id raises ``ToolCallConflict``.
+        the same id -- or an id claimed by a call that has not finished -- raises
+        ``ToolCallConflict``.
 
         The record expires with its session (same ``ttl``) unless ``ttl_seconds`` says
         otherwise; an instance that has not seen the session yet reads it once to learn it.
@@ -469,77 +468,43 @@ class SessionStore:
         input_text = codec.encode(input, "input")
         output_text = codec.encode(output, "output")
         now_ms = self.clock.now_ms()
-        check_ttl = ttl_seconds is None  # the record's ttl is the session's: compare it
         if ttl_seconds is not None:
             ttl = now_ms // 1000 + ttl_seconds
         else:
             seen = self._hint(session_id, owner)
             ttl = seen.ttl if seen else self.get_session(session_id, owner=owner).ttl
-        recorded_at = format_timestamp(now_ms)
-        record = record_item(
-            session_id,
-            tool_call_id,
-            tool_name,
-            input_text,
-            output_text,
-            duration_ms,
-            recorded_at,
-            ttl,
-        )
-        if record_size_bound(tool_name, input_text, output_text) > self.item_size_limit:
-            size = sizing.item_size(item_to_wire(record))
-            if size > self.item_size_limit:
-                raise ItemTooLarge(0, size, self.item_size_limit)
+        at = format_timestamp(now_ms)
         digest = codec.fingerprint(name_text, input)
-        guard = guard_item(session_id, tool_call_id, record["sk"], digest)
-        plan = RecordToolCall(
-            self.table_name, session_id, owner, record, guard, ttl, check_ttl, self._remember
+        item = {
+            **call_item(session_id, tool_call_id, tool_name, digest, at, ttl),
+            **recorded_fields(input_text, output_text, duration_ms, at),
+        }
+        check_record_size(item, self.item_size_limit)
+        plan = PutToolCall(
+            self.table_name, session_id, owner, item, ttl_seconds is None, self._remember
         )
-        recorded = self._drive(plan, f"tool record {tool_call_id!r} of session {session_id!r}")
-        if recorded.guard is None:
-            return record_from_item(record)  # what this write stored
-        stored = self._stored_record(session_id, tool_call_id, recorded.guard)
-        if recorded.guard["fingerprint"] != digest:
-            raise ToolCallConflict(stored)
+        put = self._drive(plan, f"tool record {tool_call_id!r} of session {session_id!r}")
+        if put.existing is None:
+            return record_from_item(item)  # what this write stored
+        existing = put.existing
+        stored = record_from_item(existing) if state_of(existing) is CallState.RECORDED else None
+        if stored is None or existing["fingerprint"] != digest:
+            raise ToolCallConflict(stored, session_id, tool_call_id)
         return stored
-
-    def _stored_record(
-        self, session_id: str, tool_call_id: str, guard: Mapping[str, Any]
-    ) -> ToolCallRecord:
-        response = self._call(
-            "get_item",
-            {
-                "TableName": self.table_name,
-                "Key": {"pk": {"S": schema.pk(session_id)}, "sk": {"S": guard["recordSk"]}},
-                "ConsistentRead": True,
-            },
-        )
-        item = to_python(response.get("Item"))
-        if item is None:
-            raise RecordMissing(session_id, tool_call_id)
-        return record_from_item(item)
 
     @telemetry.traced("tool_calls")
     def tool_calls(self, session_id: str, *, owner: str | None = None) -> Iterator[ToolCallRecord]:
-        """The session's tool-call history in order of first recording, page by page.
+        """The session's tool-call history in order of recording.
 
         Two requests at least: the metadata item (GetItem, to check the session), then a Query
         of the ``tool#`` range (the context pages sort between the two, so one Query would read
-        them all). The first page is read before this returns, so a missing, expired or foreign
-        session raises here, not at the first ``next()``. Records whose ttl has passed are left
-        out: DynamoDB deletes them late and one at a time, so what a reader sees must not depend
-        on when its sweeper ran.
+        them all), read whole before this returns (the key is the id; ``history`` sorts by
+        recording time). A missing, expired or foreign session raises here. Records whose ttl
+        has passed and calls claimed but never recorded are left out.
         """
         self.get_session(session_id, owner=owner)
         now_s = self.clock.now_ms() // 1000
-        items = self._items(session_id, schema.TOOL_PREFIX, schema.TOOLS_END)
-        first = next(items, None)
-
-        def records() -> Iterator[ToolCallRecord]:
-            if first is not None:
-                yield from live_records(itertools.chain((first,), items), now_s)
-
-        return records()
+        return iter(history(self._items(session_id, schema.TOOL_PREFIX, schema.TOOLS_END), now_s))
 
     @telemetry.traced("context")
     def context(
@@ -579,10 +544,10 @@ class SessionStore:
         items = self._items(session_id, schema.META_SK, schema.TOOLS_END)
         session, head = self._head(items, session_id, owner, now_s)
         page_items: list[dict[str, Any]] = []
-        record_items: list[dict[str, Any]] = []
+        call_items: list[dict[str, Any]] = []
         for item in items:
-            (page_items if item["sk"].startswith(schema.PAGE_PREFIX) else record_items).append(item)
-        records = list(live_records(record_items, now_s))
+            (page_items if item["sk"].startswith(schema.PAGE_PREFIX) else call_items).append(item)
+        records = history(call_items, now_s)
         recent = recent_reservations(head, now_s)
         texts = [text for _, text in read_context(session, page_items, None, now_s, recent)]
         return Loaded(session, Context(tuple(texts)), records)

@@ -45,7 +45,7 @@ Outcomes. A refusal that *is* the operation's answer -- ``SessionNotFound``,
 class in snake case: ``session_not_found``) and leaves the span's status unset: the store did
 its job, and a dashboard of errors should not light up because a client asked for an expired
 session. The store failing to do its job -- ``Unavailable``, ``ConflictRetriesExhausted``,
-``TableNotFound``, ``DynamoDBError``, ``RecordMissing``, or any other exception -- sets status
+``TableNotFound``, ``DynamoDBError``, or any other exception -- sets status
 ERROR and ``error.type`` (outcome: its snake-case name, ``error`` for a non-store exception).
 Exception messages are never recorded: some carry items as DynamoDB returned them (a
 cancellation's reasons), which may be another principal's.
@@ -94,7 +94,6 @@ from . import sizing
 from .errors import (
     ConflictRetriesExhausted,
     DynamoDBError,
-    RecordMissing,
     SessionStoreError,
     TableNotFound,
     Unavailable,
@@ -150,7 +149,6 @@ _FAILURES: tuple[type[BaseException], ...] = (
     ConflictRetriesExhausted,
     TableNotFound,
     DynamoDBError,
-    RecordMissing,
 )
 _answers: tuple[type[BaseException], ...] = (SessionStoreError,)
 _PARAMS_KEY = "sessionstore.telemetry.params"

@@ -1,39 +1,49 @@
-"""Idempotent tool-call records: a call recorded exactly once, however often it is retried.
+"""Idempotent tool calls: one item per call, put once, completed in place.
 
-One ``TransactWriteItems`` (``RecordToolCall``) per call, all or nothing:
+A tool call is one item at ``tool#<id>`` in its session's partition. The id is the
+idempotency key, stable across retries, instances and time. The item passes through two
+states (``CallState``):
 
-1. Update of the metadata item: exists, not expired (cap and idle deadline), the caller's,
-   ``active`` -- and
-   its ``ttl`` equal to the record's when that came from the session (a hint or a read can be
-   another incarnation's: a mismatch costs a retry, never a record that expires with another
-   session), or at least the record's when ``ttl_seconds`` chose it (a record never outlives
-   its session: a longer one is cut to the session's, at one retry). Its only change is
-   ``SET idleUntil = idle + :now``: recording a call keeps an idle session alive. It used to
-   be a ConditionCheck; a transactional Update bills the same (one request, 2 write units per
-   started KB of the metadata item) and its refusal returns ALL_OLD the same way. It bumps no
-   version and names no token: the transaction's own guard makes it exactly-once;
-2. Put of the guard ``toolid#<id>`` unless a live one is there: the idempotency key, stable
-   across retries, instances and time. An expired guard may be replaced: TTL deletes items one
-   at a time, so the guard can outlive its record, and once the record's time is up the id is
-   free again. The guard keeps the record's key and a digest of the *request* (tool name +
-   input): a repeat with the same request returns the stored record, a different request under
-   the same id is ``ToolCallConflict``;
-3. Put of the record at ``tool#<recordedAt>#<id>``: time order for the history Query.
+* ``claimed`` -- written *before* the tool runs (``sessionstore.mcp.claims``) with a claim
+  token and a lease: "this call is being executed";
+* ``recorded`` -- name, input, output, duration, the time it was recorded.
 
-A repeat of a recorded call is refused by the guard, whose ALL_OLD points at the record: one
-GetItem reads it back. The records never change and TTL removes them with the session.
+Every first write of a call is one ``PutToolCall``: a ``TransactWriteItems`` of
+
+1. an Update of the metadata item, whose condition says the session exists, is not expired
+   (cap and idle deadline), is the caller's and ``active``, and has the ``ttl`` the call
+   carries (equal when it came from the session: a re-created session costs a retry, never a
+   call that expires with another incarnation; at least, when ``ttl_seconds`` chose it). Its
+   only change is ``SET idleUntil``: a call keeps an idle session alive. An Update rather than
+   a ConditionCheck for that: same request, same write units, same ALL_OLD on a refusal;
+2. a Put of the call item unless a live one is there. An expired one may be replaced: TTL
+   deletes late, and once a call's time is up its id is free again.
+
+Both actions return ``ALL_OLD`` when refused, so one refused request says why -- and a repeat
+is answered from the item it returns, with no read. ``store.record_tool_call`` puts the item
+already ``recorded`` (one transaction, 4 write units for small items). An MCP claim puts it
+``claimed``; ``CompleteToolCall`` then writes the result into it with one UpdateItem (1 write
+unit) on the condition that the claim is still the caller's -- the claim's token, kept in
+the item, also tells a retry whose first response was lost that its own write landed.
+``PutRecord`` is the single PutItem of a call whose tool is harmless to run twice (read-only or
+idempotent by the server's own annotations): no claim, no transaction.
+
+The history is the recorded, live items of the ``tool#`` range, in order of recording
+(``history``): the key is the id, so one Query reads them in id order and they are sorted by
+``(recordedAt, id)``. A claim that never completed is not history.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from . import codec, schema, sizing
 from .attempts import RETRY, Retry, gave_up
 from .clock import format_timestamp
-from .errors import DynamoDBError, SessionNotActive, SessionStoreError
+from .errors import DynamoDBError, ItemTooLarge, SessionExpired, SessionNotActive, SessionStoreError
 from .expressions import Expr, all_of, extend_idle, live_session
 from .ids import MAX_ID_LENGTH
 from .item import WIDEST_TTL, live, session_from_item
@@ -45,8 +55,56 @@ if TYPE_CHECKING:
     from .models import Session
 
 
+class CallState(Enum):
+    """Where a call item stands."""
+
+    CLAIMED = "claimed"  # written before the tool ran; no result yet
+    RECORDED = "recorded"  # the result is in the item
+
+
+def call_item(
+    session_id: str,
+    tool_call_id: str,
+    tool_name: str,
+    fingerprint: str,
+    called_at: str,
+    ttl: int,
+) -> dict[str, Any]:
+    """What every call item holds (python-typed); a state and its fields are added to it.
+
+    ``fingerprint`` is a digest of the *request* (tool name + input): a repeat with the same
+    request gets the stored answer, another request under the same id is a conflict."""
+    return {
+        "pk": schema.pk(session_id),
+        "sk": schema.tool_sk(tool_call_id),
+        "sessionId": session_id,
+        "toolCallId": tool_call_id,
+        "toolName": tool_name,
+        "fingerprint": fingerprint,
+        "calledAt": called_at,
+        "ttl": ttl,
+    }
+
+
+def recorded_fields(
+    input_text: str, output_text: str, duration_ms: int, recorded_at: str
+) -> dict[str, Any]:
+    """The fields a recorded call adds to its item (python-typed)."""
+    return {
+        "state": CallState.RECORDED.value,
+        "input": input_text,
+        "output": output_text,
+        "durationMs": duration_ms,
+        "recordedAt": recorded_at,
+    }
+
+
+def state_of(item: Mapping[str, Any]) -> CallState:
+    return CallState(item["state"])
+
+
 def record_from_item(item: Mapping[str, Any]) -> ToolCallRecord:
-    """A record item (python-typed) as a ``ToolCallRecord``."""
+    """A recorded call item (python-typed) as a ``ToolCallRecord``."""
     return ToolCallRecord(
         session_id=item["sessionId"],
         tool_call_id=item["toolCallId"],
@@ -59,182 +117,247 @@ def record_from_item(item: Mapping[str, Any]) -> ToolCallRecord:
     )
 
 
-def record_item(
-    session_id: str,
-    tool_call_id: str,
-    tool_name: str,
-    input_text: str,
-    output_text: str,
-    duration_ms: int,
-    recorded_at: str,
-    ttl: int,
-) -> dict[str, Any]:
-    """The record item (python-typed)."""
-    return {
-        "pk": schema.pk(session_id),
-        "sk": schema.tool_sk(recorded_at, tool_call_id),
-        "sessionId": session_id,
-        "toolCallId": tool_call_id,
-        "toolName": tool_name,
-        "input": input_text,
-        "output": output_text,
-        "durationMs": duration_ms,
-        "recordedAt": recorded_at,
-        "ttl": ttl,
-    }
+def history(items: Iterable[Mapping[str, Any]], now_s: int) -> list[ToolCallRecord]:
+    """The recorded calls among ``items`` whose ttl has not passed, in order of recording.
+
+    Expired ones are left out: DynamoDB deletes them late and one at a time, so what a reader
+    sees must not depend on when its sweeper ran."""
+    recorded = [
+        item for item in items if int(item["ttl"]) > now_s and state_of(item) is CallState.RECORDED
+    ]
+    recorded.sort(key=lambda item: (item["recordedAt"], item["toolCallId"]))
+    return [record_from_item(item) for item in recorded]
 
 
-def guard_item(
-    session_id: str, tool_call_id: str, record_sk: str, fingerprint: str
-) -> dict[str, Any]:
-    """The guard item (python-typed); its ttl is the record's, set by ``RecordToolCall``."""
-    return {
-        "pk": schema.pk(session_id),
-        "sk": schema.guard_sk(tool_call_id),
-        "toolCallId": tool_call_id,
-        "recordSk": record_sk,
-        "fingerprint": fingerprint,
-    }
-
-
-#: The most bytes a record holds besides its tool name, input and output texts.
+#: The most bytes a recorded item holds besides its tool name, input and output texts (a claim
+#: token and lease, kept by a completed claim, included).
 _RECORD_OVERHEAD = sizing.item_size(
     item_to_wire(
-        record_item(
-            "x" * MAX_ID_LENGTH,
-            "x" * MAX_ID_LENGTH,
-            "",
-            "",
-            "",
-            int("9" * 38),  # a number has at most 38 significant digits
-            format_timestamp(0),  # always 24 characters
-            WIDEST_TTL,
-        )
+        {
+            **call_item(
+                "x" * MAX_ID_LENGTH,
+                "x" * MAX_ID_LENGTH,
+                "",
+                "x" * 64,  # a sha256 in hex
+                format_timestamp(0),  # always 24 characters
+                WIDEST_TTL,
+            ),
+            **recorded_fields("", "", int("9" * 38), format_timestamp(0)),
+            "claimToken": "x" * MAX_ID_LENGTH,
+            "leaseUntil": int("9" * 38),
+        }
     )
 )
 
 
 def record_size_bound(tool_name: str, input_text: str, output_text: str) -> int:
-    """At most 4 UTF-8 bytes per character of the three texts: a bound of the record's size."""
+    """At most 4 UTF-8 bytes per character of the three texts: a bound of the item's size."""
     return _RECORD_OVERHEAD + 4 * (len(tool_name) + len(input_text) + len(output_text))
 
 
-def live_records(items: Iterable[Mapping[str, Any]], now_s: int) -> Iterator[ToolCallRecord]:
-    """The records among ``items`` whose ttl has not passed: DynamoDB deletes them late and one
-    at a time, so what a reader sees must not depend on when its sweeper ran."""
-    for item in items:
-        if int(item["ttl"]) > now_s:
-            yield record_from_item(item)
+def check_record_size(item: Mapping[str, Any], limit: int) -> None:
+    """Refuse a recorded item over the item size limit before anything is sent."""
+    texts = (item["toolName"], item["input"], item["output"])
+    if record_size_bound(*texts) <= limit:
+        return  # the usual case: no need to measure
+    size = sizing.item_size(item_to_wire(dict(item)))
+    if size > limit:
+        raise ItemTooLarge(0, size, limit)
 
 
 @dataclass(frozen=True, slots=True)
-class Recorded:
-    """A record write's result: ``guard`` is None when this write stored the record; otherwise
-    the call was recorded before and ``guard`` (python-typed) points at that record."""
+class Put:
+    """A call write's result: ``existing`` is None when this write put the item; otherwise the
+    id was taken, and ``existing`` (python-typed) is the live item that holds it."""
 
-    guard: Mapping[str, Any] | None = None
+    existing: Mapping[str, Any] | None = None
+
+
+# Named condition clauses (each returns the condition text, its placeholders minted by ``e``).
+
+
+def _session_admits(e: Expr, owner: str | None, now_s: int, ttl: int, exact_ttl: bool) -> str:
+    # Live, the caller's, active, and the incarnation the call's ttl belongs to.
+    comparison = "=" if exact_ttl else ">="
+    return all_of(
+        live_session(e, owner=owner, now_s=now_s),
+        f"{e.n('status')} = {e.v(Status.ACTIVE.value)}",
+        f"{e.n('ttl')} {comparison} {e.v(ttl)}",
+    )
+
+
+def _id_free(e: Expr, now_s: int) -> str:
+    # No call under this id, or only one whose time is up (TTL has not removed it yet).
+    return f"attribute_not_exists({e.n('pk')}) OR {e.n('ttl')} <= {e.v(now_s)}"
 
 
 @dataclass(slots=True)
-class RecordToolCall:
-    """Guard + record in one transaction, checked against the live, active session (the module
-    docstring). ``record`` and ``guard`` are python-typed; ``check_ttl``: the record's ttl came
-    from the session (compare equal), not from ``ttl_seconds`` (compare at least)."""
+class PutToolCall:
+    """The guarded first write of a call (the module docstring): ``item`` python-typed, claimed
+    or recorded; ``exact_ttl``: the item's ttl came from the session (compare equal), not from
+    ``ttl_seconds`` (compare at least)."""
 
     table: str
     session_id: str
     owner: str | None
-    record: dict[str, Any]
-    guard: dict[str, Any]
-    ttl: int
-    check_ttl: bool
+    item: dict[str, Any]
+    exact_ttl: bool
     remember: Callable[[Session], None]
 
     operation = "transact_write_items"
 
     def request(self, now_ms: int) -> dict[str, Any]:
         now_s = now_ms // 1000
-        self.record["ttl"] = self.guard["ttl"] = self.ttl
-        check = Expr()
-        ttl = check.n("ttl")
-        comparison = "=" if self.check_ttl else ">="
-        check_condition = all_of(
-            live_session(check, owner=self.owner, now_s=now_s),
-            f"{check.n('status')} = {check.v(Status.ACTIVE.value)}",
-            f"{ttl} {comparison} {check.v(self.ttl)}",
-        )
-        guard = Expr()
-        guard_condition = (
-            f"attribute_not_exists({guard.n('pk')}) OR {guard.n('ttl')} <= {guard.v(now_s)}"
-        )
-        record = Expr()
+        session, call = Expr(), Expr()
         return {
             "TransactItems": [
                 {
-                    # An Update, not a ConditionCheck, to move the idle deadline on: same
-                    # request, same write units (each bills as a transactional write of the
-                    # metadata item), same ALL_OLD on a refusal.
                     "Update": {
                         "TableName": self.table,
                         "Key": schema.meta_key(self.session_id),
-                        "UpdateExpression": "SET " + extend_idle(check, now_s),
-                        "ConditionExpression": check_condition,
+                        "UpdateExpression": "SET " + extend_idle(session, now_s),
+                        "ConditionExpression": _session_admits(
+                            session, self.owner, now_s, self.item["ttl"], self.exact_ttl
+                        ),
                         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                        **check.params(),
+                        **session.params(),
                     }
                 },
                 {
                     "Put": {
                         "TableName": self.table,
-                        "Item": item_to_wire(self.guard),
-                        "ConditionExpression": guard_condition,
+                        "Item": item_to_wire(self.item),
+                        "ConditionExpression": _id_free(call, now_s),
                         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                        **guard.params(),
-                    }
-                },
-                {
-                    "Put": {
-                        "TableName": self.table,
-                        "Item": item_to_wire(self.record),
-                        "ConditionExpression": f"attribute_not_exists({record.n('pk')})",
-                        **record.params(),
+                        **call.params(),
                     }
                 },
             ]
         }
 
-    def succeeded(self, response: dict[str, Any]) -> Recorded:
-        return Recorded()
+    def succeeded(self, response: dict[str, Any]) -> Put:
+        return Put()
 
-    def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Recorded | Retry:
+    def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Put | Retry:
         assert isinstance(failure, Cancelled)
-        meta_old, guard_old = failure.old(0), failure.old(1)
+        meta_old, call_old = failure.old(0), failure.old(1)
         if failure.failed(0):
-            # Absent, another owner's or expired: the same errors as every other write.
+            # Absent, another owner's (the same answer, on purpose) or expired.
             live(self.session_id, meta_old, self.owner, now_ms // 1000)
-        if failure.failed(1) and guard_old is not None:
-            # Already recorded (by us earlier, or by another instance): the same call returns
-            # the original record even if the session has closed since.
-            return Recorded(guard_old)
+        if failure.failed(1) and call_old is not None:
+            # The id is taken (by an earlier attempt of ours whose response was lost, or by
+            # another delivery): that item is the answer, even on a session closed since.
+            return Put(call_old)
         if failure.failed(0):
             assert meta_old is not None
             current = session_from_item(meta_old)
             self.remember(current)
             if current.status is not Status.ACTIVE:
                 raise SessionNotActive(self.session_id, current.status)
-            if current.ttl != self.ttl and (self.check_ttl or current.ttl < self.ttl):
-                self.ttl = current.ttl  # another incarnation's, or longer than the session
+            ttl = self.item["ttl"]
+            if current.ttl != ttl and (self.exact_ttl or current.ttl < ttl):
+                self.item["ttl"] = current.ttl  # another incarnation's, or beyond the session
                 return RETRY
-        if failure.failed(2):
-            # Our record's own key is taken: an earlier attempt of ours landed (its guard has
-            # expired since, so only the record said so). Read it back like a recorded call.
-            return Recorded(
-                {"recordSk": self.record["sk"], "fingerprint": self.guard["fingerprint"]}
-            )
-        raise DynamoDBError("TransactionCanceledException", str(failure.reasons))
+        raise DynamoDBError("TransactionCanceledException", repr(failure.reasons))
+
+    def maybe_landed(self) -> None:
+        pass  # a refusal shows the item as it is: the claim token or the fingerprint settles it
+
+    def exhausted(self, attempts: int) -> SessionStoreError:
+        return gave_up(f"tool call {self.item['toolCallId']!r}", attempts)
+
+
+@dataclass(slots=True)
+class PutRecord:
+    """A harmless call's record: one PutItem, the id free or expired. The session was read
+    just before (the caller's, live, active); no transaction re-checks it, since running the
+    tool again would change nothing."""
+
+    table: str
+    item: dict[str, Any]
+
+    operation = "put_item"
+
+    def request(self, now_ms: int) -> dict[str, Any]:
+        e = Expr()
+        return {
+            "TableName": self.table,
+            "Item": item_to_wire(self.item),
+            "ConditionExpression": _id_free(e, now_ms // 1000),
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            **e.params(),
+        }
+
+    def succeeded(self, response: dict[str, Any]) -> Put:
+        return Put()
+
+    def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Put | Retry:
+        assert isinstance(failure, ConditionFailed)
+        if failure.old is None:
+            return RETRY  # gone between the check and now: the id is free again
+        return Put(failure.old)
 
     def maybe_landed(self) -> None:
         pass
 
     def exhausted(self, attempts: int) -> SessionStoreError:
-        return gave_up(f"tool record of session {self.session_id!r}", attempts)
+        return gave_up(f"tool record {self.item['toolCallId']!r}", attempts)
+
+
+@dataclass(slots=True)
+class CompleteToolCall:
+    """Write the result into a claimed call: one UpdateItem, on the claim still being ours.
+
+    ``fields`` (python-typed) are ``recorded_fields``; ``token`` is the claim's. The token
+    stays in the item, so a retry whose first response was lost finds its own result there."""
+
+    table: str
+    session_id: str
+    tool_call_id: str
+    token: str
+    ttl: int  # the claim's
+    fields: dict[str, Any]
+
+    operation = "update_item"
+
+    def request(self, now_ms: int) -> dict[str, Any]:
+        e = Expr()
+        sets = ", ".join(f"{e.n(name)} = {e.v(value)}" for name, value in self.fields.items())
+        return {
+            "TableName": self.table,
+            "Key": {
+                "pk": {"S": schema.pk(self.session_id)},
+                "sk": {"S": schema.tool_sk(self.tool_call_id)},
+            },
+            "UpdateExpression": f"SET {sets} REMOVE {e.n('leaseUntil')}",
+            # Still our claim, and not completed yet.
+            "ConditionExpression": (
+                f"{e.n('claimToken')} = {e.v(self.token)} AND "
+                f"{e.n('state')} = {e.v(CallState.CLAIMED.value)}"
+            ),
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            **e.params(),
+        }
+
+    def succeeded(self, response: dict[str, Any]) -> None:
+        return None
+
+    def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> None:
+        assert isinstance(failure, ConditionFailed)
+        old = failure.old
+        if old is None:
+            # TTL removed the claim: the session's time ran out while the tool ran.
+            raise SessionExpired(self.session_id, self.ttl)
+        if old.get("claimToken") == self.token and state_of(old) is CallState.RECORDED:
+            return None  # our own completion landed; its response was lost
+        raise DynamoDBError(
+            "ClaimLost",
+            f"tool call {self.tool_call_id!r} of session {self.session_id!r} is no longer "
+            "claimed by this delivery (its claim expired and the id was taken again)",
+        )
+
+    def maybe_landed(self) -> None:
+        pass
+
+    def exhausted(self, attempts: int) -> SessionStoreError:
+        return gave_up(f"completion of tool call {self.tool_call_id!r}", attempts)

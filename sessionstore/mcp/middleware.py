@@ -13,15 +13,20 @@ For every ``tools/call`` (see ``protocol`` for the keys and error codes):
    principal (``get_access_token()``), or nobody on an unauthenticated server;
 2. the session's ttl is learned once per instance (one ``GetItem``; it never changes), so a
    missing, expired or foreign session is refused before anything is written;
-3. a claim (``claims.claim``: one transaction) says whether this delivery may execute: if not,
-   the stored result is returned (finished), or a clear error says "in progress" or "outcome
-   unknown" -- the tool never runs twice under one id;
+3. a claim (``claims.claim``: one transaction that puts the call item ``claimed``) says whether
+   this delivery may execute: if not, the stored result is returned (finished), or a clear
+   error says "in progress" or "outcome unknown" -- the tool never runs twice under one id;
 4. the tool runs with ``current_session()`` set for it; its duration is measured on the store's
    clock;
-5. ``record_tool_call`` records the result (or the tool's error) exactly once.
+5. ``claims.complete`` writes the result (or the tool's error) into the claimed item: one
+   UpdateItem.
 
-Fresh call on a warm instance: 2 requests (claim + record); a repeat of a finished call: 3
-(the failed claim and two reads), and the tool is not run.
+A tool the server annotates read-only or idempotent is not claimed: the session is read (or
+was checked by the legacy layer), the tool runs, and ``claims.put_record`` puts its record.
+
+Fresh call on a warm instance: 2 requests, 5 write units (claim 4 + completion 1); a repeat of
+a finished call: 1 request (the refused claim returns the record), and the tool is not run; a
+harmless call: a read and one PutItem (1 write unit).
 
 Not covered: a tool that answers ``InputRequiredResult`` (2026-07-28 multi-round-trip) has not
 finished; its retry would meet its own claim and be told "in progress". Such tools should not be
@@ -250,13 +255,13 @@ def _required_session_id(meta: Any) -> str:
 
 @dataclass(frozen=True)
 class _Route:
-    """How one ``tools/call`` is served: in which session, under which key, claimed or not."""
+    """How one ``tools/call`` is served: in which session, under which key, claimed or not
+    (a harmless tool is not)."""
 
     session_id: str
     owner: str | None
     tool_call_id: str
     keyed: bool  # the id came from the client: a retry carries it again
-    claim: bool
     harmless: bool  # read-only or idempotent by the server's own annotations
     checked: Session | None  # read in this request (legacy layer): live and active
 
@@ -521,23 +526,24 @@ class SessionStoreExtension(Extension):
         if params.name == self.close_tool:
             return await self._serve_close(session_id, owner, legacy, params.name, ctx, call_next)
         route = self._route(params, arguments, declared, tool, session_id, owner, legacy)
-        resumed = _resume(params, session_id)  # a later round of a multi-round-trip call we claimed
+        # A later round of a multi-round-trip call we claimed carries its claim.
+        claimed = _resume(params, session_id, arguments)
+        ttl = 0
         try:
-            if resumed is not None:
-                route = replace(route, tool_call_id=resumed.tool_call_id, claim=False)
-            elif route.claim:
+            if claimed is not None:
+                route = replace(route, tool_call_id=claimed.tool_call_id)
+            elif route.harmless:
+                # Refuse before the tool runs; no claim, since running it twice changes nothing.
+                session = route.checked or await self.session_for_request(session_id)
+                ttl = session.ttl
+            else:
                 outcome = await self._claim(route, params.name, arguments)
                 if outcome.state is not State.CLAIMED:
                     return _answer_repeat(outcome)
-                resumed = _Round(session_id, route.tool_call_id, outcome.claim.token)
-            elif route.checked is None and not (route.harmless and self._known(session_id, owner)):
-                # Refuse before the tool runs. A harmless tool in a session this instance has
-                # seen skips the read: running it is fine, and the record's condition still
-                # refuses a session closed since.
-                await self.session_for_request(session_id)
+                claimed = outcome.claim
         except (SessionStoreError, ToolCallIdReused) as exc:
             raise to_mcp_error(exc, session_id) from exc
-        return await self._execute(route, params, arguments, resumed, ctx, call_next)
+        return await self._execute(route, params, arguments, claimed, ttl, ctx, call_next)
 
     def _route(
         self,
@@ -561,7 +567,6 @@ class SessionStoreExtension(Extension):
             owner=owner,
             tool_call_id=key if key is not None else self.store.store.ids.token(),
             keyed=key is not None,
-            claim=key is not None and not harmless,
             harmless=harmless,
             checked=legacy,
         )
@@ -592,7 +597,8 @@ class SessionStoreExtension(Extension):
         route: _Route,
         params: CallToolRequestParams,
         arguments: dict[str, Any],
-        claimed: _Round | None,
+        claimed: claims.Claim | None,
+        ttl: int,
         ctx: ServerRequestContext[Any, Any],
         call_next: CallNext,
     ) -> HandlerResult:
@@ -606,7 +612,7 @@ class SessionStoreExtension(Extension):
         except MCPError as exc:
             # The tool refused with a protocol error: that is its outcome, recorded as such.
             output: JSON = {"mcpError": exc.error.model_dump(mode="json", exclude_none=True)}
-            await self._record(view, arguments, output, started, route.harmless)
+            await self._record(view, arguments, output, started, claimed, ttl)
             raise
         finally:
             _CURRENT.reset(token)
@@ -617,7 +623,7 @@ class SessionStoreExtension(Extension):
             output = {"callToolResult": _dump(result)}
         else:
             output = {"unrecordable": type(result).__name__}
-        await self._record(view, arguments, output, started, route.harmless)
+        await self._record(view, arguments, output, started, claimed, ttl)
         return result
 
     async def _serve_close(
@@ -689,41 +695,52 @@ class SessionStoreExtension(Extension):
         arguments: dict[str, Any],
         output: JSON,
         started: int,
-        harmless: bool,
+        claimed: claims.Claim | None,
+        ttl: int,
     ) -> None:
         duration = max(0, self.store.clock.now_ms() - started)
         try:
             try:
-                await self.store.record_tool_call(
-                    view.session_id,
-                    view.tool_call_id,
-                    view.tool_name,
-                    arguments,
-                    output,
-                    duration,
-                    owner=view.owner,
-                )
+                await self._write_result(view, arguments, output, duration, claimed, ttl)
             except ItemTooLarge as exc:
                 # The result is delivered this once; a repeat is told it was too large to keep.
                 too_large: JSON = {"tooLarge": {"bytes": exc.current + exc.added}}
-                await self.store.record_tool_call(
-                    view.session_id,
-                    view.tool_call_id,
-                    view.tool_name,
-                    arguments,
-                    too_large,
-                    duration,
-                    owner=view.owner,
-                )
-        except SessionStoreError as exc:
+                await self._write_result(view, arguments, too_large, duration, claimed, ttl)
+        except (SessionStoreError, ToolCallIdReused) as exc:
             error = to_mcp_error(exc, view.session_id)
-            if harmless:  # it ran, but running it changed nothing: the refusal is the answer
+            if claimed is None:  # harmless: it ran, but running it changed nothing
                 raise error from exc
             raise MCPError(
                 error.code,
                 f"the tool ran but its result could not be recorded: {error.message}",
                 {**(error.data or {}), "executed": True},
             ) from exc
+
+    async def _write_result(
+        self,
+        view: ToolSession,
+        arguments: dict[str, Any],
+        output: JSON,
+        duration: int,
+        claimed: claims.Claim | None,
+        ttl: int,
+    ) -> None:
+        if claimed is not None:
+            await self.store.run(
+                claims.complete, self.store.store, claimed, arguments, output, duration
+            )
+            return
+        await self.store.run(
+            claims.put_record,
+            self.store.store,
+            view.session_id,
+            view.tool_call_id,
+            view.tool_name,
+            arguments,
+            output,
+            duration,
+            ttl=ttl,
+        )
 
     async def _session_ttl(self, session_id: str, owner: str | None) -> int:
         key = (session_id, owner)
@@ -734,10 +751,6 @@ class SessionStoreExtension(Extension):
             ttl = session.ttl
             self._remember(session_id, owner, ttl)
         return ttl
-
-    def _known(self, session_id: str, owner: str | None) -> bool:
-        ttl = self._ttls.get((session_id, owner))
-        return ttl is not None and ttl > self.store.clock.now_ms() // 1000
 
     def _remember(self, session_id: str, owner: str | None, ttl: int) -> None:
         self._ttls[(session_id, owner)] = ttl
@@ -789,25 +802,18 @@ def _legacy_session(ctx: ServerRequestContext[Any, Any]) -> Session | None:
 _ROUND_KEY = "io.sessionstore/claim"
 
 
-@dataclass(frozen=True)
-class _Round:
-    """A claimed call between rounds: the SDK seals it into ``requestState``, so it comes
-    back only unaltered, from the same principal, for the same tool and arguments."""
-
-    session_id: str
-    tool_call_id: str
-    claim_token: str
-
-
-def _suspend(result: InputRequiredResult, claimed: _Round | None) -> InputRequiredResult:
+def _suspend(result: InputRequiredResult, claimed: claims.Claim | None) -> InputRequiredResult:
+    """The SDK seals ``requestState``, so the claim comes back only unaltered, from the same
+    principal, for the same tool and arguments."""
     if claimed is None:
-        return result  # nothing claimed (no key, or a harmless tool): the rounds just run
+        return result  # nothing claimed (a harmless tool): the rounds just run
     state = json.dumps(
         {
             _ROUND_KEY: {
                 "sessionId": claimed.session_id,
                 "toolCallId": claimed.tool_call_id,
-                "token": claimed.claim_token,
+                "token": claimed.token,
+                "ttl": claimed.ttl,
             },
             "state": result.request_state,
         }
@@ -815,7 +821,9 @@ def _suspend(result: InputRequiredResult, claimed: _Round | None) -> InputRequir
     return result.model_copy(update={"request_state": state})
 
 
-def _resume(params: CallToolRequestParams, session_id: str) -> _Round | None:
+def _resume(
+    params: CallToolRequestParams, session_id: str, arguments: dict[str, Any]
+) -> claims.Claim | None:
     """Our claim from a later round's ``requestState``; the tool gets its own state back."""
     if params.request_state is None:
         return None
@@ -825,12 +833,20 @@ def _resume(params: CallToolRequestParams, session_id: str) -> _Round | None:
         return None
     if not isinstance(wrapped, dict) or not isinstance(wrapped.get(_ROUND_KEY), dict):
         return None
-    claimed = wrapped[_ROUND_KEY]
+    sealed = wrapped[_ROUND_KEY]
     # The handler is invoked with this very params object: it must see the tool's state.
     params.request_state = wrapped.get("state")
-    if claimed.get("sessionId") != session_id:
+    if sealed.get("sessionId") != session_id:
         return None  # sealed for another session: this delivery starts afresh
-    return _Round(session_id, str(claimed["toolCallId"]), str(claimed["token"]))
+    return claims.Claim(
+        session_id=session_id,
+        tool_call_id=str(sealed["toolCallId"]),
+        tool_name=params.name,
+        fingerprint=claims.call_fingerprint(params.name, arguments),
+        token=str(sealed["token"]),
+        lease_until_ms=None,
+        ttl=int(sealed["ttl"]),
+    )
 
 
 def _dump(result: CallToolResult) -> dict[str, Any]:

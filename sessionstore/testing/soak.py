@@ -23,8 +23,8 @@ interrupted append left has passed):
 * ``version == 1 + appends that reserved + status changes``; status changes are counted from
   the statuses the session is known to have held (the lifecycle is acyclic, so each status is
   entered at most once);
-* exactly one record (and one guard) per tool_call_id; the history is the union of the
-  acknowledged ids; every acknowledged call returned the stored record;
+* exactly one item per tool_call_id, keyed ``tool#<id>`` and recorded; the history is the
+  union of the acknowledged ids; every acknowledged call returned the stored record;
 * no forbidden move: what each worker observed, in its own program order, only moves forward
   in the lifecycle, and the final status is reachable from every status acknowledged to anyone.
 
@@ -239,7 +239,7 @@ def run_worker(
             if isinstance(exc, Unavailable):
                 event["maybe_applied"] = exc.maybe_applied
                 event["message"] = str(exc)[:300]
-            if isinstance(exc, ToolCallConflict):
+            if isinstance(exc, ToolCallConflict) and exc.stored is not None:
                 event["stored"] = _record_fields(exc.stored)
         except Exception as exc:  # the soak counts these; there must be none
             event["ok"] = False
@@ -433,7 +433,6 @@ def audit(
     bad = result.violations
     meta: dict[str, dict[str, Any]] = {}
     records: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    guards: dict[str, list[dict[str, Any]]] = defaultdict(list)
     pages: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for raw in items:
         item = _python(raw)
@@ -441,8 +440,6 @@ def audit(
         sk = str(item["sk"])
         if sk == "metadata":
             meta[sid] = item
-        elif sk.startswith("toolid#"):
-            guards[sid].append(item)
         elif sk.startswith("msg#"):
             pages[sid].append(item)
         elif sk.startswith("tool#"):
@@ -479,7 +476,6 @@ def audit(
             sid,
             meta.get(sid),
             records[sid],
-            guards[sid],
             sorted(pages[sid], key=lambda p: str(p["sk"])),
             contexts.get(sid),
             events_by_sid[sid],
@@ -531,7 +527,6 @@ def _audit_session(
     sid: str,
     item: dict[str, Any] | None,
     records: list[dict[str, Any]],
-    guards: list[dict[str, Any]],
     pages: list[dict[str, Any]],
     read: Sequence[str] | None,
     events: list[tuple[str, dict[str, Any]]],
@@ -636,13 +631,13 @@ def _audit_session(
     by_id: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for record in records:
         by_id[str(record["toolCallId"])].append(record)
-    guard_ids = Counter(str(g["toolCallId"]) for g in guards)
     for tool_id, same in by_id.items():
         if len(same) > 1:
             result.duplicates += len(same) - 1
             bad.append(f"{sid}: {len(same)} records for tool call {tool_id}")
-    if set(guard_ids) != set(by_id):
-        bad.append(f"{sid}: guards {sorted(guard_ids)} != records {sorted(by_id)}")
+    for record in records:
+        if record["sk"] != f"tool#{record['toolCallId']}" or record.get("state") != "recorded":
+            bad.append(f"{sid}: tool call item {record['sk']} is not a recorded tool#<id>")
     acked_ids: set[str] = set()
     failed: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for _, e in events:
