@@ -16,6 +16,7 @@ import sessionstore as ss
 from sessionstore import schema, sizing, wire
 from sessionstore.attributes import ATTRIBUTES_MAX_BYTES
 from sessionstore.context import IN_FLIGHT_S
+from sessionstore.mcp import claims
 from sessionstore.retry import RetryPolicy
 from sessionstore.testing import Fault, FaultInjector, RequestLog
 from sessionstore.write_tokens import TOKEN_CAP
@@ -244,7 +245,7 @@ def test_record_ttl_from_a_stale_hint_is_corrected_by_the_condition(
 # ------------------------------------------------ 3. TTL deletes items one at a time
 
 
-def test_guard_without_record_after_ttl_records_again(
+def test_a_call_swept_by_ttl_records_again(
     store: ss.SessionStore, active: ss.Session, client: Any, table: str, clock: ss.ManualClock
 ) -> None:
     sid = active.session_id
@@ -252,13 +253,13 @@ def test_guard_without_record_after_ttl_records_again(
         sid, "c1", "t", {"q": 1}, "old", 5, owner="alice", ttl_seconds=60
     )
     clock.advance(seconds=120)
-    _sweep(client, table, schema.tool_sk(first.recorded_at, "c1"), sid=sid)  # guard survives
+    _sweep(client, table, schema.tool_sk("c1"), sid=sid)
     again = store.record_tool_call(sid, "c1", "t", {"q": 1}, "new", 7, owner="alice")
     assert again.output == "new" and again.recorded_at > first.recorded_at
     assert [r.output for r in store.tool_calls(sid, owner="alice")] == ["new"]
 
 
-def test_expired_guard_with_its_record_still_present_records_again_and_hides_the_old_one(
+def test_an_expired_call_still_present_records_again_and_hides_the_old_one(
     store: ss.SessionStore, active: ss.Session, client: Any, table: str, clock: ss.ManualClock
 ) -> None:
     sid = active.session_id
@@ -270,17 +271,17 @@ def test_expired_guard_with_its_record_still_present_records_again_and_hides_the
     assert [r.output for r in history] == ["new"]
 
 
-def test_live_guard_without_its_record_raises_record_missing(
+def test_an_id_claimed_but_not_recorded_is_a_conflict_and_writes_nothing(
     store: ss.SessionStore, active: ss.Session, client: Any, table: str
 ) -> None:
     sid = active.session_id
-    first = store.record_tool_call(sid, "c1", "t", {}, 1, 5, owner="alice")
-    _sweep(client, table, schema.tool_sk(first.recorded_at, "c1"), sid=sid)  # deleted by hand
+    claims.claim(store, sid, "c1", "t", {}, owner="alice", ttl=active.ttl, lease_ms=60_000)
     before = scan(client, table)
-    with pytest.raises(ss.RecordMissing) as caught:
-        store.record_tool_call(sid, "c1", "t", {}, 1, 5, owner="alice")  # was: KeyError('Item')
-    assert caught.value.tool_call_id == "c1"
-    assert scan(client, table) == before  # not recorded again: the call may have run
+    with pytest.raises(ss.ToolCallConflict) as caught:
+        store.record_tool_call(sid, "c1", "t", {}, 1, 5, owner="alice")
+    assert caught.value.stored is None and caught.value.tool_call_id == "c1"
+    assert scan(client, table) == before  # not recorded: the claim's holder may be running it
+    assert list(store.tool_calls(sid, owner="alice")) == []  # a claim is not history
 
 
 def test_expired_records_are_invisible_on_read(

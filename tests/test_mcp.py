@@ -392,8 +392,9 @@ def test_lost_responses_duplicate_nothing(cluster: Cluster) -> None:
 
 
 def test_requests_per_tool_call(cluster: Cluster) -> None:
-    """A fresh call on a warm instance: claim + record (2 requests); a repeat: 3, no run;
-    the first call an instance serves in a session reads the session once more."""
+    """A fresh call on a warm instance: the claim (one transaction) and its completion (one
+    UpdateItem); a repeat: the refused claim alone, no run; the first call an instance serves in
+    a session reads the session once more."""
 
     async def main() -> list[Counter[str]]:
         server, store = cluster.server()
@@ -414,9 +415,10 @@ def test_requests_per_tool_call(cluster: Cluster) -> None:
         return logs
 
     first, fresh, repeat, cold = _run(main)
-    assert first == fresh == Counter({"TransactWriteItems": 2})  # open taught this instance
-    assert repeat == Counter({"TransactWriteItems": 1, "GetItem": 2})
-    assert cold == Counter({"GetItem": 1, "TransactWriteItems": 2})
+    # open taught this instance the session's ttl
+    assert first == fresh == Counter({"TransactWriteItems": 1, "UpdateItem": 1})
+    assert repeat == Counter({"TransactWriteItems": 1})  # answered from the refusal's ALL_OLD
+    assert cold == Counter({"GetItem": 1, "TransactWriteItems": 1, "UpdateItem": 1})
 
 
 def test_readme_client_snippet_runs_against_the_demo_server(
@@ -461,12 +463,18 @@ def test_claims_send_only_what_the_least_privilege_policy_grants(
     store.activate(sid, owner="alice")
     ttl = store.get_session(sid, owner="alice").ttl
     with Calls(client) as calls:
-        for _ in range(2):  # claimed, then in progress
+        first, busy = (
             claims_module.claim(store, sid, "c1", "t", {}, owner="alice", ttl=ttl, lease_ms=1000)
-        store.record_tool_call(sid, "c1", "t", {}, None, 1, owner="alice")
+            for _ in range(2)
+        )
+        claims_module.complete(store, sid, "c1", first.claim, {}, None, 1)
         repeat = claims_module.claim(store, sid, "c1", "t", {}, owner="alice", ttl=ttl, lease_ms=1)
         with pytest.raises(ss.SessionNotFound):
             claims_module.claim(store, sid, "c2", "t", {}, owner="bob", ttl=ttl, lease_ms=1)
+    assert (first.state, busy.state) == (
+        claims_module.State.CLAIMED,
+        claims_module.State.IN_PROGRESS,
+    )
     assert repeat.state is claims_module.State.RECORDED
     granted = _actions(_policy("iam-policy.json"))
     assert {f"dynamodb:{a}" for a in calls.iam_actions()} <= granted

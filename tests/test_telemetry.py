@@ -26,7 +26,6 @@ from sessionstore import schema, sizing, telemetry
 from sessionstore.aio import AsyncSessionStore
 from sessionstore.local import LocalDynamoDB
 from sessionstore.mcp import RunningServer, SessionCalls, create_app, create_server, open_session
-from sessionstore.mcp.claims import claim_sk
 from sessionstore.retry import RetryPolicy
 from sessionstore.testing import Fault, FaultInjector
 
@@ -110,11 +109,10 @@ def test_each_operation_is_one_span_with_its_requests_and_units(
         sid, "call-1", "search", {"q": "x"}, {"hits": [1]}, 7, owner="alice"
     )
     recorded = (
-        wcu(item(client, table, schema.META_SK), transactional=True)  # the ConditionCheck
-        + wcu(item(client, table, schema.guard_sk("call-1")), transactional=True)
-        + wcu(item(client, table, schema.tool_sk(record.recorded_at, "call-1")), transactional=True)
+        wcu(item(client, table, schema.META_SK), transactional=True)  # the session's Update
+        + wcu(item(client, table, schema.tool_sk(record.tool_call_id)), transactional=True)
     )
-    assert (created, activated, appended, recorded) == (1, 1, 2, 6)  # small items: 1 KB each
+    assert (created, activated, appended, recorded) == (1, 1, 2, 4)  # small items: 1 KB each
 
     spans = otel.ours()
     assert [s.name for s in spans] == [
@@ -263,7 +261,7 @@ def test_conflicts_and_throttles_are_counted(
     record, get = otel.ours()
     assert (attrs(record)["requests"], attrs(record)["throttles"]) == (2, 1)
     assert attrs(record)["conflicts"] == 0
-    assert attrs(record)["write_units"] == 6  # the throttled attempt is not billed
+    assert attrs(record)["write_units"] == 4  # the throttled attempt is not billed
     assert (attrs(get)["requests"], attrs(get)["attempts"], attrs(get)["throttles"]) == (1, 2, 1)
     assert attrs(get)["read_units"] == 1.0
     assert otel.totals()["sessionstore.throttles"] == 2
@@ -325,30 +323,25 @@ def test_one_tool_call_is_a_claim_and_a_record_under_the_sdks_tools_call_span(
     ]
     assert [s.name for s in under] == [
         "sessionstore.claim_tool_call",
-        "sessionstore.record_tool_call",
+        "sessionstore.complete_tool_call",
     ]
     assert under == otel.ours()  # nothing else of ours in this call
     meta = item(client, table, schema.META_SK)
     (stored,) = [i for i in scan(client, table) if i["sk"]["S"].startswith(schema.TOOL_PREFIX)]
-    claim_units = wcu(meta, transactional=True) + wcu(
-        item(client, table, claim_sk("call-1")), transactional=True
-    )
-    record_units = (
-        wcu(meta, transactional=True)
-        + wcu(item(client, table, schema.guard_sk("call-1")), transactional=True)
-        + wcu(stored, transactional=True)
-    )
-    assert (claim_units, record_units) == (4, 6)
+    # The claim put a smaller item than the one completed, so its units are bounded by these.
+    claim_units = wcu(meta, transactional=True) + wcu(stored, transactional=True)
+    record_units = wcu(stored, transactional=False)
+    assert (claim_units, record_units) == (4, 1)
     table_view = {
         s.name: (attrs(s)["requests"], attrs(s)["write_units"], attrs(s)["read_units"])
         for s in under
     }
     assert table_view == {
         "sessionstore.claim_tool_call": (1, claim_units, 0.0),
-        "sessionstore.record_tool_call": (1, record_units, 0.0),
+        "sessionstore.complete_tool_call": (1, record_units, 0.0),
     }
     assert sum(attrs(s)["requests"] for s in under) == 2
-    assert sum(attrs(s)["write_units"] for s in under) == 10
+    assert sum(attrs(s)["write_units"] for s in under) == 5
     for span in under:
         assert attrs(span)["session_id"] == sid and attrs(span)["tool_call_id"] == "call-1"
         assert span.context is not None and span.context.trace_id == tools_call.context.trace_id

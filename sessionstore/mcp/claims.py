@@ -179,6 +179,8 @@ def claim(
 @telemetry.traced("complete_tool_call")
 def complete(
     store: SessionStore,
+    session_id: str,
+    tool_call_id: str,
     claimed: Claim,
     arguments: JSON,
     output: JSON,
@@ -190,8 +192,11 @@ def complete(
     limit; ``SessionExpired`` when the item is gone (the session's time ran out while the tool
     ran); ``DynamoDBError`` ("ClaimLost") when the id was taken again after the claim expired.
     """
-    if claimed.token is None:
-        raise ValueError("complete needs a claim with a token")
+    if claimed.token is None or (session_id, tool_call_id) != (
+        claimed.session_id,
+        claimed.tool_call_id,
+    ):
+        raise ValueError("complete needs this call's claim, with its token")
     now_ms = store.clock.now_ms()
     at = format_timestamp(now_ms)
     fields = recorded_fields(

@@ -727,7 +727,14 @@ class SessionStoreExtension(Extension):
     ) -> None:
         if claimed is not None:
             await self.store.run(
-                claims.complete, self.store.store, claimed, arguments, output, duration
+                claims.complete,
+                self.store.store,
+                view.session_id,
+                view.tool_call_id,
+                claimed,
+                arguments,
+                output,
+                duration,
             )
             return
         await self.store.run(
