@@ -505,6 +505,53 @@ def test_a_claim_survives_contention_and_lost_responses(
     assert again.state is not claims_module.State.CLAIMED  # exactly one claim exists
 
 
+def test_a_completion_whose_response_is_lost_records_once(
+    engine: LocalDynamoDB, table: str, clock: ss.ManualClock
+) -> None:
+    store = _claim_store(engine, table, clock)
+    sid = store.activate(store.create_session().session_id).session_id
+    ttl = store.get_session(sid).ttl
+    mine = claims_module.claim(store, sid, "c1", "t", {"a": 1}, owner=None, ttl=ttl, lease_ms=1)
+    with FaultInjector(store.client, script=[Fault.LOST_RESPONSE], operations=["UpdateItem"]) as f:
+        claims_module.complete(store, sid, "c1", mine.claim, {"a": 1}, "out", 3)
+    assert f.injected[Fault.LOST_RESPONSE] == 1  # the resend met its own recorded item
+    (record,) = store.tool_calls(sid)
+    assert (record.tool_call_id, record.input, record.output, record.duration_ms) == (
+        "c1",
+        {"a": 1},
+        "out",
+        3,
+    )
+    repeat = claims_module.claim(store, sid, "c1", "t", {"a": 1}, owner=None, ttl=ttl, lease_ms=1)
+    assert repeat.state is claims_module.State.RECORDED and repeat.record == record
+
+
+def test_a_completion_refused_when_the_claim_is_no_longer_ours(
+    engine: LocalDynamoDB, table: str, clock: ss.ManualClock
+) -> None:
+    store = _claim_store(engine, table, clock)
+    session = store.activate(store.create_session(ttl_seconds=60).session_id)
+    sid, ttl = session.session_id, session.ttl
+    old = claims_module.claim(store, sid, "c1", "t", {}, owner=None, ttl=ttl, lease_ms=1)
+    # Its time up, the id is free again and another delivery (of a new incarnation) takes it.
+    clock.advance(seconds=61)
+    store.client.delete_item(
+        TableName=table, Key={"pk": {"S": f"session#{sid}"}, "sk": {"S": "metadata"}}
+    )
+    again = store.activate(store.create_session(session_id=sid, ttl_seconds=60).session_id)
+    new = claims_module.claim(store, sid, "c1", "t", {}, owner=None, ttl=again.ttl, lease_ms=1)
+    assert new.state is claims_module.State.CLAIMED and new.claim.token != old.claim.token
+    with pytest.raises(ss.DynamoDBError, match="no longer claimed"):
+        claims_module.complete(store, sid, "c1", old.claim, {}, "late", 1)
+    # Gone altogether (TTL swept it): the session's time ran out while the tool ran.
+    store.client.delete_item(
+        TableName=table, Key={"pk": {"S": f"session#{sid}"}, "sk": {"S": "tool#c1"}}
+    )
+    with pytest.raises(ss.SessionExpired):
+        claims_module.complete(store, sid, "c1", new.claim, {}, "late", 1)
+    assert list(store.tool_calls(sid)) == []
+
+
 def test_a_claim_contended_on_every_attempt_is_unavailable_and_writes_nothing(
     engine: LocalDynamoDB, table: str, clock: ss.ManualClock
 ) -> None:
