@@ -10,7 +10,7 @@ attribute         holds
 ``owner``         the principal it belongs to; absent for an unowned session
 ``createdAt``     ISO-8601 UTC, milliseconds; ``updatedAt`` likewise, moved by every write
 ``ttl``           epoch seconds: the session's absolute cap; DynamoDB's TTL deletes the item
-                  (late) after it, and every page, record, guard and claim carries the same
+                  (late) after it, and every page and tool-call item carries the same
 ``idle``          seconds without a write after which the session expires (its whole ttl
                   for a fixed-ttl session: one formula serves both)
 ``idleUntil``     epoch seconds: ``idle`` after the last write (``expressions.extend_idle``);
