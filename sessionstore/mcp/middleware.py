@@ -28,9 +28,9 @@ Fresh call on a warm instance: 2 requests, 5 write units (claim 4 + completion 1
 a finished call: 1 request (the refused claim returns the record), and the tool is not run; a
 harmless call: a read and one PutItem (1 write unit).
 
-Not covered: a tool that answers ``InputRequiredResult`` (2026-07-28 multi-round-trip) has not
-finished; its retry would meet its own claim and be told "in progress". Such tools should not be
-served behind this interceptor yet.
+A tool that answers ``InputRequiredResult`` (2026-07-28 multi-round-trip) has not finished: its
+claim travels in the SDK-sealed ``requestState`` (``_suspend`` / ``_resume``), and the round
+that finishes completes it; a retry of the whole call still meets the claim.
 """
 
 from __future__ import annotations
