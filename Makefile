@@ -123,6 +123,7 @@ soak: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m benchmarks
 	$(PY) -m benchmarks.instances
+	$(PY) -m benchmarks.mcp --calls 100
 
 # The MCP conformance suite's active server scenarios against `python -m sessionstore.mcp
 # --conformance` (embedded engine, 127.0.0.1); not part of `make test`. npm installs the pinned
