@@ -100,7 +100,9 @@ def recorded_fields(
 
 
 def state_of(item: Mapping[str, Any]) -> CallState:
-    return CallState(item["state"])
+    # The previous release's records (``tool#<recordedAt>#<id>``, no ``state``) sit in the same
+    # range until they expire with their session: they are records, and read as such.
+    return CallState(item.get("state", CallState.RECORDED.value))
 
 
 def record_from_item(item: Mapping[str, Any]) -> ToolCallRecord:

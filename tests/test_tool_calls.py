@@ -288,3 +288,32 @@ def test_oversized_record_is_refused_before_sending(
     with pytest.raises(ss.ItemTooLarge):
         record(store, active.session_id, output="x" * sizing.MAX_ITEM_BYTES)
     assert requests.count == 0
+
+
+def test_the_previous_releases_records_still_read_as_history(
+    store: ss.SessionStore, active: ss.Session, client: Any, table: str, clock: ss.ManualClock
+) -> None:
+    """A table upgraded in place: records at ``tool#<recordedAt>#<id>`` without a ``state``."""
+    old = {
+        "pk": {"S": f"session#{active.session_id}"},
+        "sk": {"S": "tool#2026-01-01T12:00:00.000Z#old-1"},
+        "sessionId": {"S": active.session_id},
+        "toolCallId": {"S": "old-1"},
+        "toolName": {"S": "search"},
+        "input": {"S": "{}"},
+        "output": {"S": "1"},
+        "durationMs": {"N": "3"},
+        "recordedAt": {"S": "2026-01-01T12:00:00.000Z"},
+        "ttl": {"N": str(active.ttl)},
+    }
+    client.put_item(TableName=table, Item=old)
+    clock.advance(ms=1)
+    record(store, active.session_id, "new-1")
+    history = [
+        (r.tool_call_id, r.output) for r in store.tool_calls(active.session_id, owner="alice")
+    ]
+    assert history == [("old-1", 1), ("new-1", [1, 2.5])]
+    assert [r.tool_call_id for r in store.load(active.session_id, owner="alice").tool_calls] == [
+        "old-1",
+        "new-1",
+    ]
