@@ -16,6 +16,7 @@ import pytest
 
 import sessionstore as ss
 from sessionstore import cli
+from sessionstore.cli import target as cli_target
 from sessionstore.local import LocalDynamoDB
 from sessionstore.testing import RequestLog
 
@@ -428,7 +429,7 @@ def test_reads_page_lazily_and_stop_at_the_limit(
     store.activate(sid)
     for n in range(35):
         store.append_context(sid, [{"n": n, "pad": "x" * 40_000}])
-    monkeypatch.setattr(cli, "connect", lambda *_a, **_k: client)
+    monkeypatch.setattr(cli_target, "connect", lambda *_a, **_k: client)
     argv = ["--table", table, "context", sid, "--json"]
 
     requests.reset()

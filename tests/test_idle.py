@@ -20,7 +20,7 @@ import sessionstore as ss
 from sessionstore import schema
 from sessionstore.local import LocalDynamoDB
 from sessionstore.mcp import claims
-from sessionstore.mcp.middleware import needs_touch
+from sessionstore.mcp.sessions import needs_touch
 from sessionstore.testing import Fault, FaultInjector, RequestLog
 from sessionstore.wire import to_python
 from tests.conftest import scan

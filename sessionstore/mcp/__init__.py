@@ -11,14 +11,8 @@ Wire contract (keys, methods, error codes): ``sessionstore.mcp.protocol``.
 """
 
 from .client import SessionCalls, call_meta, close_session, open_session
-from .middleware import (
-    NoToolSession,
-    SessionStoreExtension,
-    ToolSession,
-    current_session,
-    principal_owner,
-    to_mcp_error,
-)
+from .mcp_errors import to_mcp_error
+from .middleware import SessionStoreExtension
 from .protocol import (
     CLOSE_METHOD,
     EXTENSION_ID,
@@ -27,6 +21,8 @@ from .protocol import (
     TOOL_CALL_ID_KEY,
 )
 from .server import RunningServer, create_app, create_server, request_state_security
+from .sessions import principal_owner
+from .tool_session import NoToolSession, ToolSession, current_session
 
 __all__ = [
     "CLOSE_METHOD",

@@ -20,8 +20,8 @@ from ..client import connect
 from ..errors import SessionStoreError
 from ..store import SessionStore
 from .conformance import add_conformance_fixtures
-from .middleware import DEFAULT_IDLE_SECONDS
 from .server import create_app, create_server
+from .sessions import DEFAULT_IDLE_SECONDS
 
 _LOOPBACK = ("127.0.0.1", "::1", "localhost")
 

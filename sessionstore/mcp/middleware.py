@@ -29,58 +29,41 @@ a finished call: 1 request (the refused claim returns the record), and the tool 
 harmless call: a read and one PutItem (1 write unit).
 
 A tool that answers ``InputRequiredResult`` (2026-07-28 multi-round-trip) has not finished: its
-claim travels in the SDK-sealed ``requestState`` (``_suspend`` / ``_resume``), and the round
-that finishes completes it; a retry of the whole call still meets the claim.
+claim travels in the SDK-sealed ``requestState`` (``rounds``), and the round that finishes
+completes it; a retry of the whole call still meets the claim.
+
+The extension is one class over three modules, each short enough to read in one sitting:
+``sessions`` (open, check and end a session, shared by the methods, the tools and the legacy
+HTTP layer), ``routing`` (which session and key a call uses, and whether it is claimed) and this
+one (claim, run, record, answer a repeat).
 """
 
 from __future__ import annotations
 
-import hashlib
 import inspect
-import json
-import logging
 from collections import OrderedDict
 from collections.abc import Sequence
-from contextvars import ContextVar
-from dataclasses import dataclass, replace
-from typing import Annotated, Any
+from dataclasses import replace
+from typing import Any
 from weakref import WeakKeyDictionary
 
-from mcp.server.auth.middleware.auth_context import get_access_token
-from mcp.server.auth.provider import principal_components
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding, ToolBinding
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,
     InputRequiredResult,
     TextContent,
 )
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from pydantic import Field
 
 from ..aio import AsyncSessionStore
 from ..codec import JSON
-from ..errors import (
-    InvalidInput,
-    InvalidTransition,
-    ItemTooLarge,
-    SessionExpired,
-    SessionNotActive,
-    SessionNotFound,
-    SessionStoreError,
-    Unavailable,
-)
-from ..ids import validate_id
-from ..lifecycle import Status
-from ..models import Session, ToolCallRecord
-from . import claims
+from ..errors import InvalidInput, ItemTooLarge, SessionStoreError
+from . import claims, rounds
 from .claims import State, ToolCallIdReused
+from .mcp_errors import to_mcp_error
 from .protocol import (
     CLOSE_METHOD,
     CLOSE_TOOL,
@@ -90,183 +73,24 @@ from .protocol import (
     OPEN_METHOD,
     OPEN_TOOL,
     REPLAYED_KEY,
-    SESSION_EXPIRED,
     SESSION_ID_KEY,
-    SESSION_NOT_ACTIVE,
-    SESSION_NOT_FOUND,
-    SESSION_REQUIRED,
-    SESSION_SCOPE_KEY,
-    STORE_UNAVAILABLE,
     TOOL_CALL_ID_KEY,
-    TOOL_CALL_ID_REUSED,
     TOOL_CALL_IN_PROGRESS,
     TOOL_CALL_OUTCOME_UNKNOWN,
     CloseSessionParams,
-    CloseSessionResult,
-    OpenedSession,
     OpenSessionParams,
-    OpenSessionResult,
-    SessionHandle,
 )
+from .routing import CallRouting, Route, legacy_session, valid
+from .sessions import DEFAULT_IDLE_SECONDS, SessionLifecycle, principal_owner
+from .tool_session import CURRENT_SESSION, ToolSession
 
-_TTL_CACHE_SIZE = 10_000
-#: A session's default idle timeout: the SDK's own for its in-memory sessions
-#: (``mcp.server.streamable_http_manager.DEFAULT_SESSION_IDLE_TIMEOUT``, 30 minutes).
-DEFAULT_IDLE_SECONDS = 30 * 60
-
-logger = logging.getLogger(__name__)
 _ATTACHED: WeakKeyDictionary[MCPServer, SessionStoreExtension] = WeakKeyDictionary()
-
-
-# ---------------------------------------------------------------------------- the tool's view
-
-
-@dataclass(frozen=True)
-class ToolSession:
-    """What a tool sees of its session, from ``current_session()``."""
-
-    session_id: str
-    owner: str | None
-    tool_call_id: str
-    tool_name: str
-    store: AsyncSessionStore
-
-    async def append(self, *messages: JSON) -> Session:
-        """Append to the session's context (atomic, concurrent appends all land)."""
-        return await self.store.append_context(self.session_id, list(messages), owner=self.owner)
-
-    async def get(self) -> Session:
-        return await self.store.get_session(self.session_id, owner=self.owner)
-
-    async def context(self) -> list[JSON]:
-        """Every message of the session's context so far, in order."""
-        return [m async for m in await self.store.context(self.session_id, owner=self.owner)]
-
-    async def history(self) -> list[ToolCallRecord]:
-        """The calls recorded so far, in order (this one is recorded after the tool returns)."""
-        return [r async for r in await self.store.tool_calls(self.session_id, owner=self.owner)]
-
-
-class NoToolSession(RuntimeError):
-    """``current_session()`` was called outside a tool call served by the extension."""
-
-
-_CURRENT: ContextVar[ToolSession | None] = ContextVar("sessionstore_tool_session", default=None)
-
-
-def current_session() -> ToolSession:
-    """The session of the tool call being executed (set by the interceptor, a context variable,
-    so it follows the call into sync tools run on worker threads too)."""
-    session = _CURRENT.get()
-    if session is None:
-        raise NoToolSession("no store-backed session: is SessionStoreExtension installed?")
-    return session
-
-
-# ---------------------------------------------------------------------------- principal
-
-
-def principal_owner() -> str | None:
-    """The session owner for the authenticated principal of this request, or None.
-
-    The SDK's own identity triple (``principal_components``: client id, issuer, subject). A bare
-    client id that is a valid store id is used as it is (readable in the table); anything else
-    is hashed to a fixed-width id, since the owner ends up in condition values and policies.
-    """
-    token = get_access_token()
-    if token is None:
-        return None
-    client_id, issuer, subject = principal_components(token)
-    if issuer is None and subject is None:
-        try:
-            return validate_id(client_id, "owner")
-        except InvalidInput:
-            pass
-    digest = hashlib.sha256(json.dumps([client_id, issuer, subject]).encode()).hexdigest()
-    return f"p-{digest[:40]}"
-
-
-# ---------------------------------------------------------------------------- errors
-
-
-def to_mcp_error(exc: Exception, session_id: str | None = None) -> MCPError:
-    """Our errors as MCP errors a client can act on (never "Internal server error")."""
-    if isinstance(exc, MCPError):
-        return exc
-    if isinstance(exc, SessionNotFound):
-        return MCPError(
-            SESSION_NOT_FOUND,
-            f"session {exc.session_id!r} not found",
-            {"reason": "not_found", "sessionId": exc.session_id},
-        )
-    if isinstance(exc, SessionExpired):
-        return MCPError(
-            SESSION_EXPIRED,
-            f"session {exc.session_id!r} has expired",
-            {"reason": "expired", "sessionId": exc.session_id, "expiredAt": exc.ttl},
-        )
-    if isinstance(exc, SessionNotActive | InvalidTransition):
-        return MCPError(
-            SESSION_NOT_ACTIVE,
-            f"session {exc.session_id!r} is {exc.current.value}, not active",
-            {"reason": "not_active", "sessionId": exc.session_id, "status": exc.current.value},
-        )
-    if isinstance(exc, ToolCallIdReused):
-        return MCPError(
-            TOOL_CALL_ID_REUSED,
-            str(exc),
-            {"reason": "tool_call_id_reused", "toolCallId": exc.claim.tool_call_id},
-        )
-    if isinstance(exc, InvalidInput):
-        return MCPError(INVALID_PARAMS, str(exc), {"reason": "invalid_input"})
-    if isinstance(exc, Unavailable):
-        return MCPError(
-            STORE_UNAVAILABLE,
-            f"session store unavailable: {exc}",
-            {"reason": "unavailable", "maybeApplied": exc.maybe_applied},
-        )
-    return MCPError(STORE_UNAVAILABLE, f"session store error: {exc}", {"reason": "store_error"})
-
-
-def _meta_id(meta: Any, key: str) -> str | None:
-    value = meta.get(key) if isinstance(meta, dict) else None
-    if value is None:
-        return None
-    try:
-        return validate_id(value, key)
-    except InvalidInput as exc:
-        raise MCPError(INVALID_PARAMS, str(exc), {"reason": "invalid_input", "key": key}) from None
-
-
-def _required_session_id(meta: Any) -> str:
-    session_id = _meta_id(meta, SESSION_ID_KEY)
-    if session_id is None:
-        raise MCPError(
-            SESSION_REQUIRED,
-            f"this server keeps sessions in its store: open one ({OPEN_METHOD}) and send its id "
-            f"in _meta[{SESSION_ID_KEY!r}]",
-            {"reason": "session_required", "key": SESSION_ID_KEY},
-        )
-    return session_id
 
 
 # ---------------------------------------------------------------------------- the extension
 
 
-@dataclass(frozen=True)
-class _Route:
-    """How one ``tools/call`` is served: in which session, under which key, claimed or not
-    (a harmless tool is not)."""
-
-    session_id: str
-    owner: str | None
-    tool_call_id: str
-    keyed: bool  # the id came from the client: a retry carries it again
-    harmless: bool  # read-only or idempotent by the server's own annotations
-    checked: Session | None  # read in this request (legacy layer): live and active
-
-
-class SessionStoreExtension(Extension):
+class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
     """Sessions in the table and at-most-once tool calls, on any ``MCPServer``.
 
     ``lease_seconds``: how long a claim stays "in progress" before a repeat is told "outcome
@@ -330,11 +154,8 @@ class SessionStoreExtension(Extension):
         self.close_tool = close_tool
         self.handle_argument = handle_argument
         self.idempotency_argument = idempotency_argument
-        self._server: MCPServer | None = None
-        # A session's ttl never changes once created, so one read per session per instance
-        # (the claim's condition compares it, so a stale entry costs a retry, never a claim
-        # that expires with another session).
-        self._ttls: OrderedDict[tuple[str, str | None], int] = OrderedDict()
+        self._server = None
+        self._ttls = OrderedDict()
 
     def attach(self, server: MCPServer) -> None:
         """The server whose tools the interceptor validates and classifies."""
@@ -374,133 +195,6 @@ class SessionStoreExtension(Extension):
                 bindings.append(ToolBinding(fn, kwargs=described))
         return bindings
 
-    # ------------------------------------------------------------------ one session model
-    # The methods, the tools and the legacy HTTP layer all open, check and end sessions here.
-
-    async def open_session(
-        self,
-        *,
-        ttl_seconds: int | None = None,
-        session_id: str | None = None,
-        attributes: dict[str, JSON] | None = None,
-    ) -> Session:
-        """Create and activate a session for the current principal (two writes). It expires
-        after ``ttl_seconds`` in any case, and after ``idle_seconds`` without a write."""
-        ttl_seconds = ttl_seconds or self.default_ttl_seconds
-        if not 0 < ttl_seconds <= self.max_ttl_seconds:
-            raise InvalidInput(f"ttlSeconds must be in 1..{self.max_ttl_seconds}")
-        # An idle period as long as the cap changes nothing: a fixed-ttl session.
-        idle_seconds = self.idle_seconds
-        if idle_seconds is not None and idle_seconds >= ttl_seconds:
-            idle_seconds = None
-        owner = principal_owner()
-        kept = {k: v for k, v in (attributes or {}).items() if v is not None}
-
-        async def create() -> Session:
-            return await self.store.run(
-                self.store.store.create_session,
-                session_id,
-                owner=owner,
-                ttl_seconds=ttl_seconds,
-                idle_seconds=idle_seconds,
-                attributes=kept,
-            )
-
-        try:
-            created = await create()
-        except ItemTooLarge:
-            # A client's capabilities can be large; its name and version always fit.
-            kept.pop("clientCapabilities", None)
-            created = await create()
-        session = await self.store.activate(created.session_id, owner=owner)
-        self._remember(session.session_id, owner, session.ttl)
-        return session
-
-    async def session_for_request(self, session_id: str) -> Session:
-        """The live, active session of the current principal (one consistent read). An idle
-        session with less than half its idle period left is also touched (one UpdateItem), so
-        a client that only reads keeps it alive at one write per half idle period at most."""
-        owner = principal_owner()
-        session = await self.store.get_session(session_id, owner=owner)
-        if session.status is not Status.ACTIVE:
-            raise SessionNotActive(session_id, session.status)
-        if needs_touch(session, self.store.clock.now_ms() // 1000):
-            session = await self.store.touch(session_id, owner=owner)
-        self._remember(session_id, owner, session.ttl)
-        return session
-
-    async def end_session(self, session_id: str, *, quiet: bool = False) -> Session:
-        """closing -> closed; closing a closed session again is a success."""
-        owner = principal_owner()
-        try:
-            try:
-                await self.store.begin_close(session_id, owner=owner)
-            except InvalidTransition as exc:
-                if exc.current is not Status.CLOSED:
-                    raise
-            return await self.store.close(session_id, owner=owner)
-        except SessionStoreError:
-            if quiet:
-                logger.warning("session %s could not be closed", session_id, exc_info=True)
-            raise
-
-    # ------------------------------------------------------------------ lifecycle methods
-
-    async def _open(self, ctx: ServerRequestContext[Any, Any], params: Any) -> HandlerResult:
-        assert isinstance(params, OpenSessionParams)
-        try:
-            session = await self.open_session(ttl_seconds=params.ttl_seconds)
-        except SessionStoreError as exc:
-            raise to_mcp_error(exc) from exc
-        return OpenSessionResult(
-            session_id=session.session_id, status=session.status.value, expires_at=session.ttl
-        )
-
-    async def _close(self, ctx: ServerRequestContext[Any, Any], params: Any) -> HandlerResult:
-        session_id = _required_session_id(params.meta if params is not None else None)
-        try:
-            session = await self.end_session(session_id)
-        except SessionStoreError as exc:
-            raise to_mcp_error(exc, session_id) from exc
-        return CloseSessionResult(session_id=session_id, status=session.status.value)
-
-    def _open_tool_fn(self) -> Any:
-        extension = self
-
-        async def open_session(
-            ttl_seconds: Annotated[int | None, Field(ge=1)] = None,
-        ) -> OpenedSession:
-            """Open a session: pass the session_id it returns to every tool that takes one,
-            and close it with close_session when done. It expires at expires_at (epoch
-            seconds) in any case."""
-            try:
-                session = await extension.open_session(ttl_seconds=ttl_seconds)
-            except SessionStoreError as exc:
-                raise to_mcp_error(exc) from exc
-            return OpenedSession(
-                session_id=session.session_id,
-                status=session.status.value,
-                expires_at=session.ttl,
-            )
-
-        return open_session
-
-    def _close_tool_fn(self) -> Any:
-        extension = self
-
-        async def close_session(session_id: SessionHandle = None) -> OpenedSession:
-            """Close the session: later calls with its session_id are refused."""
-            current = current_session()  # the interceptor resolved and checked it
-            try:
-                session = await extension.end_session(current.session_id)
-            except SessionStoreError as exc:
-                raise to_mcp_error(exc, current.session_id) from exc
-            return OpenedSession(
-                session_id=session.session_id, status=session.status.value, expires_at=session.ttl
-            )
-
-        return close_session
-
     # ------------------------------------------------------------------ tools/call
 
     async def intercept_tool_call(
@@ -511,10 +205,10 @@ class SessionStoreExtension(Extension):
     ) -> HandlerResult:
         tool = self._tool(params.name)
         arguments: dict[str, Any] = dict(params.arguments or {})
-        if tool is None or not _valid(tool, arguments):
+        if tool is None or not valid(tool, arguments):
             return await call_next(ctx)  # the SDK's own error; nothing claimed or written
         declared = tool.parameters.get("properties", {})
-        legacy = _legacy_session(ctx)
+        legacy = legacy_session(ctx)
         session_id = self._session_id(arguments, params.meta, legacy, declared)
         if session_id is None:
             if self.handle_argument in declared:
@@ -527,7 +221,7 @@ class SessionStoreExtension(Extension):
             return await self._serve_close(session_id, owner, legacy, params.name, ctx, call_next)
         route = self._route(params, arguments, declared, tool, session_id, owner, legacy)
         # A later round of a multi-round-trip call we claimed carries its claim.
-        claimed = _resume(params, session_id, arguments)
+        claimed = rounds.resume(params, session_id, arguments)
         ttl = 0
         try:
             if claimed is not None:
@@ -545,33 +239,7 @@ class SessionStoreExtension(Extension):
             raise to_mcp_error(exc, session_id) from exc
         return await self._execute(route, params, arguments, claimed, ttl, ctx, call_next)
 
-    def _route(
-        self,
-        params: CallToolRequestParams,
-        arguments: dict[str, Any],
-        declared: dict[str, Any],
-        tool: Tool,
-        session_id: str,
-        owner: str | None,
-        legacy: Session | None,
-    ) -> _Route:
-        key = _meta_id(params.meta, TOOL_CALL_ID_KEY)
-        if key is None and self.idempotency_argument in declared:
-            value = arguments.get(self.idempotency_argument)
-            key = None if value is None else _checked_id(value, self.idempotency_argument)
-        hints = tool.annotations
-        # The server's own hints, so they can be trusted: re-running such a tool is harmless.
-        harmless = hints is not None and bool(hints.read_only_hint or hints.idempotent_hint)
-        return _Route(
-            session_id=session_id,
-            owner=owner,
-            tool_call_id=key if key is not None else self.store.store.ids.token(),
-            keyed=key is not None,
-            harmless=harmless,
-            checked=legacy,
-        )
-
-    async def _claim(self, route: _Route, name: str, arguments: dict[str, Any]) -> claims.Outcome:
+    async def _claim(self, route: Route, name: str, arguments: dict[str, Any]) -> claims.Outcome:
         ttl = (
             route.checked.ttl
             if route.checked is not None
@@ -594,7 +262,7 @@ class SessionStoreExtension(Extension):
 
     async def _execute(
         self,
-        route: _Route,
+        route: Route,
         params: CallToolRequestParams,
         arguments: dict[str, Any],
         claimed: claims.Claim | None,
@@ -606,7 +274,7 @@ class SessionStoreExtension(Extension):
             route.session_id, route.owner, route.tool_call_id, params.name, self.store
         )
         started = self.store.clock.now_ms()
-        token = _CURRENT.set(view)
+        token = CURRENT_SESSION.set(view)
         try:
             result = await call_next(ctx)
         except MCPError as exc:
@@ -615,79 +283,16 @@ class SessionStoreExtension(Extension):
             await self._record(view, arguments, output, started, claimed, ttl)
             raise
         finally:
-            _CURRENT.reset(token)
+            CURRENT_SESSION.reset(token)
         if isinstance(result, InputRequiredResult):
             # Not finished: the next round carries the claim in the sealed requestState.
-            return _suspend(result, claimed)
+            return rounds.suspend(result, claimed)
         if isinstance(result, CallToolResult):
             output = {"callToolResult": _dump(result)}
         else:
             output = {"unrecordable": type(result).__name__}
         await self._record(view, arguments, output, started, claimed, ttl)
         return result
-
-    async def _serve_close(
-        self,
-        session_id: str,
-        owner: str | None,
-        legacy: Session | None,
-        name: str,
-        ctx: ServerRequestContext[Any, Any],
-        call_next: CallNext,
-    ) -> HandlerResult:
-        # Closing is a lifecycle step, not a call in the session's history.
-        if legacy is None:
-            try:
-                await self.store.get_session(session_id, owner=owner)
-            except SessionStoreError as exc:
-                raise to_mcp_error(exc, session_id) from exc
-        view = ToolSession(session_id, owner, "", name, self.store)
-        token = _CURRENT.set(view)
-        try:
-            return await call_next(ctx)
-        finally:
-            _CURRENT.reset(token)
-
-    def _tool(self, name: str) -> Tool | None:
-        if self._server is None:
-            raise MCPError(
-                INTERNAL_ERROR,
-                "SessionStoreExtension is not attached to its server: call "
-                "extension.attach(server) (create_server does)",
-            )
-        # 2.3.0 has no public lookup of one registered tool with its argument model.
-        return self._server._tool_manager.get_tool(name)
-
-    def _session_id(
-        self,
-        arguments: dict[str, Any],
-        meta: Any,
-        legacy: Session | None,
-        declared: dict[str, Any],
-    ) -> str | None:
-        """The handle argument, else ``_meta``'s session id, else the legacy session."""
-        if self.handle_argument in declared and arguments.get(self.handle_argument) is not None:
-            return _checked_id(arguments[self.handle_argument], self.handle_argument)
-        from_meta = _meta_id(meta, SESSION_ID_KEY)
-        if from_meta is not None:
-            return from_meta
-        return legacy.session_id if legacy is not None else None
-
-    def _session_required(self, name: str, protocol_version: str) -> MCPError:
-        if self.open_tool:
-            how = (
-                f"call the tool {self.open_tool!r} and pass the session_id it returns as this "
-                f"tool's {self.handle_argument!r} argument"
-            )
-        else:
-            how = f"open one ({OPEN_METHOD}) and send its id in _meta[{SESSION_ID_KEY!r}]"
-        if protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
-            how = f"initialize again to get an Mcp-Session-Id, or {how}"
-        return MCPError(
-            SESSION_REQUIRED,
-            f"tool {name!r} needs a session: {how}",
-            {"reason": "session_required", "argument": self.handle_argument, "key": SESSION_ID_KEY},
-        )
 
     async def _record(
         self,
@@ -748,112 +353,6 @@ class SessionStoreExtension(Extension):
             duration,
             ttl=ttl,
         )
-
-    async def _session_ttl(self, session_id: str, owner: str | None) -> int:
-        key = (session_id, owner)
-        ttl = self._ttls.get(key)
-        # Past its ttl the id may name a new session (re-created after TTL removed the old).
-        if ttl is None or ttl <= self.store.clock.now_ms() // 1000:
-            session = await self.store.get_session(session_id, owner=owner)
-            ttl = session.ttl
-            self._remember(session_id, owner, ttl)
-        return ttl
-
-    def _remember(self, session_id: str, owner: str | None, ttl: int) -> None:
-        self._ttls[(session_id, owner)] = ttl
-        self._ttls.move_to_end((session_id, owner))
-        while len(self._ttls) > _TTL_CACHE_SIZE:
-            self._ttls.popitem(last=False)
-
-
-def needs_touch(session: Session, now_s: int) -> bool:
-    """A read-only request should move the idle deadline on: the session is an idle one, less
-    than half its idle period is left, and moving it would keep the session longer (the
-    deadline is still before the cap)."""
-    idle = session.idle_seconds
-    return (
-        idle is not None
-        and session.idle_until < session.ttl
-        and 2 * (session.idle_until - now_s) < idle
-    )
-
-
-def _valid(tool: Tool, arguments: dict[str, Any]) -> bool:
-    """Whether the SDK will accept these arguments (its own validation, run early)."""
-    try:
-        tool.fn_metadata.validate_arguments(arguments)
-    except Exception:
-        return False
-    return True
-
-
-def _checked_id(value: Any, argument: str) -> str:
-    try:
-        return validate_id(value, argument)
-    except InvalidInput as exc:
-        raise MCPError(
-            INVALID_PARAMS, str(exc), {"reason": "invalid_input", "argument": argument}
-        ) from None
-
-
-def _legacy_session(ctx: ServerRequestContext[Any, Any]) -> Session | None:
-    """The session ``http_sessions.LegacySessions`` checked for this HTTP request, if any."""
-    request = ctx.request
-    scope = getattr(request, "scope", None)
-    session = scope.get(SESSION_SCOPE_KEY) if isinstance(scope, dict) else None
-    return session if isinstance(session, Session) else None
-
-
-# ---------------------------------------------------------------------------- multi-round-trip
-
-_ROUND_KEY = "io.sessionstore/claim"
-
-
-def _suspend(result: InputRequiredResult, claimed: claims.Claim | None) -> InputRequiredResult:
-    """The SDK seals ``requestState``, so the claim comes back only unaltered, from the same
-    principal, for the same tool and arguments."""
-    if claimed is None:
-        return result  # nothing claimed (a harmless tool): the rounds just run
-    state = json.dumps(
-        {
-            _ROUND_KEY: {
-                "sessionId": claimed.session_id,
-                "toolCallId": claimed.tool_call_id,
-                "token": claimed.token,
-                "ttl": claimed.ttl,
-            },
-            "state": result.request_state,
-        }
-    )
-    return result.model_copy(update={"request_state": state})
-
-
-def _resume(
-    params: CallToolRequestParams, session_id: str, arguments: dict[str, Any]
-) -> claims.Claim | None:
-    """Our claim from a later round's ``requestState``; the tool gets its own state back."""
-    if params.request_state is None:
-        return None
-    try:
-        wrapped = json.loads(params.request_state)
-    except ValueError:
-        return None
-    if not isinstance(wrapped, dict) or not isinstance(wrapped.get(_ROUND_KEY), dict):
-        return None
-    sealed = wrapped[_ROUND_KEY]
-    # The handler is invoked with this very params object: it must see the tool's state.
-    params.request_state = wrapped.get("state")
-    if sealed.get("sessionId") != session_id:
-        return None  # sealed for another session: this delivery starts afresh
-    return claims.Claim(
-        session_id=session_id,
-        tool_call_id=str(sealed["toolCallId"]),
-        tool_name=params.name,
-        fingerprint=claims.call_fingerprint(params.name, arguments),
-        token=str(sealed["token"]),
-        lease_until_ms=None,
-        ttl=int(sealed["ttl"]),
-    )
 
 
 def _dump(result: CallToolResult) -> dict[str, Any]:

@@ -44,8 +44,10 @@ from ..aio import AsyncSessionStore
 from ..errors import InvalidInput
 from ..store import SessionStore
 from . import http_sessions
-from .middleware import DEFAULT_IDLE_SECONDS, SessionStoreExtension, current_session
+from .middleware import SessionStoreExtension
 from .protocol import SessionHandle
+from .sessions import DEFAULT_IDLE_SECONDS
+from .tool_session import current_session
 
 #: Comma-separated secrets (newest first) that seal ``requestState`` on every instance.
 STATE_KEYS_ENV = "SESSIONSTORE_MCP_STATE_KEYS"

@@ -1,0 +1,103 @@
+"""Every refusal as an ``MCPError`` with a code and a ``data.reason`` a client can act on.
+
+The methods, the tools and the interceptor refuse through these, so the same fault reaches the
+client the same way whichever of them met it (codes and reasons: ``protocol``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
+
+from ..errors import (
+    InvalidInput,
+    InvalidTransition,
+    SessionExpired,
+    SessionNotActive,
+    SessionNotFound,
+    Unavailable,
+)
+from ..ids import validate_id
+from .claims import ToolCallIdReused
+from .protocol import (
+    OPEN_METHOD,
+    SESSION_EXPIRED,
+    SESSION_ID_KEY,
+    SESSION_NOT_ACTIVE,
+    SESSION_NOT_FOUND,
+    SESSION_REQUIRED,
+    STORE_UNAVAILABLE,
+    TOOL_CALL_ID_REUSED,
+)
+
+
+def to_mcp_error(exc: Exception, session_id: str | None = None) -> MCPError:
+    """Our errors as MCP errors a client can act on (never "Internal server error")."""
+    if isinstance(exc, MCPError):
+        return exc
+    if isinstance(exc, SessionNotFound):
+        return MCPError(
+            SESSION_NOT_FOUND,
+            f"session {exc.session_id!r} not found",
+            {"reason": "not_found", "sessionId": exc.session_id},
+        )
+    if isinstance(exc, SessionExpired):
+        return MCPError(
+            SESSION_EXPIRED,
+            f"session {exc.session_id!r} has expired",
+            {"reason": "expired", "sessionId": exc.session_id, "expiredAt": exc.ttl},
+        )
+    if isinstance(exc, SessionNotActive | InvalidTransition):
+        return MCPError(
+            SESSION_NOT_ACTIVE,
+            f"session {exc.session_id!r} is {exc.current.value}, not active",
+            {"reason": "not_active", "sessionId": exc.session_id, "status": exc.current.value},
+        )
+    if isinstance(exc, ToolCallIdReused):
+        return MCPError(
+            TOOL_CALL_ID_REUSED,
+            str(exc),
+            {"reason": "tool_call_id_reused", "toolCallId": exc.claim.tool_call_id},
+        )
+    if isinstance(exc, InvalidInput):
+        return MCPError(INVALID_PARAMS, str(exc), {"reason": "invalid_input"})
+    if isinstance(exc, Unavailable):
+        return MCPError(
+            STORE_UNAVAILABLE,
+            f"session store unavailable: {exc}",
+            {"reason": "unavailable", "maybeApplied": exc.maybe_applied},
+        )
+    return MCPError(STORE_UNAVAILABLE, f"session store error: {exc}", {"reason": "store_error"})
+
+
+def meta_id(meta: Any, key: str) -> str | None:
+    value = meta.get(key) if isinstance(meta, dict) else None
+    if value is None:
+        return None
+    try:
+        return validate_id(value, key)
+    except InvalidInput as exc:
+        raise MCPError(INVALID_PARAMS, str(exc), {"reason": "invalid_input", "key": key}) from None
+
+
+def required_session_id(meta: Any) -> str:
+    session_id = meta_id(meta, SESSION_ID_KEY)
+    if session_id is None:
+        raise MCPError(
+            SESSION_REQUIRED,
+            f"this server keeps sessions in its store: open one ({OPEN_METHOD}) and send its id "
+            f"in _meta[{SESSION_ID_KEY!r}]",
+            {"reason": "session_required", "key": SESSION_ID_KEY},
+        )
+    return session_id
+
+
+def checked_id(value: Any, argument: str) -> str:
+    try:
+        return validate_id(value, argument)
+    except InvalidInput as exc:
+        raise MCPError(
+            INVALID_PARAMS, str(exc), {"reason": "invalid_input", "argument": argument}
+        ) from None
