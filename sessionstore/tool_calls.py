@@ -352,11 +352,9 @@ class CompleteToolCall:
             raise SessionExpired(self.session_id, self.ttl)
         if old.get("claimToken") == self.token and state_of(old) is CallState.RECORDED:
             return None  # our own completion landed; its response was lost
-        raise DynamoDBError(
-            "ClaimLost",
-            f"tool call {self.tool_call_id!r} of session {self.session_id!r} is no longer "
-            "claimed by this delivery (its claim expired and the id was taken again)",
-        )
+        # The id was taken again, which only an expired item allows: claims carry the session's
+        # exact ttl, so this incarnation of the session is over.
+        raise SessionExpired(self.session_id, self.ttl)
 
     def maybe_landed(self) -> None:
         pass

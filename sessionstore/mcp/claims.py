@@ -190,7 +190,7 @@ def complete(
 
     Raises ``ItemTooLarge`` before sending when the recorded item would exceed the item size
     limit; ``SessionExpired`` when the item is gone (the session's time ran out while the tool
-    ran); ``DynamoDBError`` ("ClaimLost") when the id was taken again after the claim expired.
+    ran), also when the id was taken again after the claim expired.
     """
     if claimed.token is None or (session_id, tool_call_id) != (
         claimed.session_id,
