@@ -199,8 +199,8 @@ def send(
             reasons = response.get("CancellationReasons", [])
             codes = {r.get("Code") for r in reasons} - {"None", None}
             if codes & _CONTENTION_REASONS:
-                # An action refused for contention was never evaluated: its item (a guard, a
-                # claim) may well be there, so the other reasons cannot be explained yet.
+                # An action refused for contention was never evaluated: its item (a tool
+                # call) may well be there, so the other reasons cannot be explained yet.
                 raise Contended(f"{code} {sorted(codes)}", attempt.ambiguous) from exc
             if "ConditionalCheckFailed" in codes:
                 raise Cancelled(reasons, attempt.ambiguous) from exc

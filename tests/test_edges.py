@@ -217,7 +217,7 @@ def test_version_hint_outlives_its_session_other_instance_recreates(
     rec = store.record_tool_call("reused", "c1", "t", {}, 1, 0)
     assert rec.ttl == new.ttl
     items = {i["sk"]["S"]: int(i["ttl"]["N"]) for i in scan(client, table)}
-    assert set(items.values()) == {new.ttl}  # record and guard expire with the new session
+    assert set(items.values()) == {new.ttl}  # the call expires with the new session
     with RequestLog(client) as log:
         store.append_context("reused", ["a"])
         store.append_context("reused", ["b"])

@@ -322,7 +322,7 @@ def test_a_crash_between_claim_and_record_is_never_run_again(cluster: Cluster) -
                 await calls.call("echo", {"text": "x"}, tool_call_id="lost")
             assert unknown.value.code == protocol.TOOL_CALL_OUTCOME_UNKNOWN
             assert unknown.value.data["reason"] == "outcome_unknown"
-            # The claim item is invisible to the history Query (it sorts after "toolid#").
+            # A claim never completed is not history (history keeps recorded calls only).
             assert store.load(sid).tool_calls == []
         assert cluster.executions == Counter()
 

@@ -33,10 +33,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Any
 
 from .. import codec, telemetry
-from ..attempts import Plan, drive
 from ..clock import format_timestamp
 from ..codec import JSON
 from ..ids import validate_id, validate_token
@@ -53,9 +52,6 @@ from ..tool_calls import (
     recorded_fields,
     state_of,
 )
-from ..wire import send
-
-R = TypeVar("R")
 
 
 def call_fingerprint(tool_name: str, arguments: JSON) -> str:
@@ -170,7 +166,7 @@ def claim(
         "leaseUntil": now_ms + lease_ms,
     }
     plan = PutToolCall(store.table_name, session_id, owner, item, True, lambda _: None)
-    put = _drive(store, plan, f"claim of tool call {tool_call_id!r} of session {session_id!r}")
+    put = store._drive(plan, f"claim of tool call {tool_call_id!r} of session {session_id!r}")
     if put.existing is None:
         return Outcome(State.CLAIMED, Claim.from_item(item))  # item["ttl"]: as it landed
     return answer(put.existing, fingerprint, token, store.clock.now_ms())
@@ -225,7 +221,7 @@ def complete(
         claimed.ttl,
         fields,
     )
-    _drive(store, plan, f"completion of tool call {claimed.tool_call_id!r}")
+    store._drive(plan, f"completion of tool call {claimed.tool_call_id!r}")
 
 
 @telemetry.traced("record_tool_call")
@@ -254,19 +250,7 @@ def put_record(
         ),
     }
     check_record_size(item, store.item_size_limit)
-    put = _drive(store, PutRecord(store.table_name, item), f"record of tool call {tool_call_id!r}")
+    put = store._drive(PutRecord(store.table_name, item), f"record of tool call {tool_call_id!r}")
     if put.existing is None:
         return None
     return answer(put.existing, fingerprint, "", store.clock.now_ms())
-
-
-def _drive(store: SessionStore, plan: Plan[R], what: str) -> R:
-    return drive(
-        plan,
-        lambda operation, request: send(
-            store.client, operation, request, store.table_name, store.item_size_limit
-        ),
-        store.clock,
-        store.retry,
-        what,
-    )
