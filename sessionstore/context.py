@@ -105,7 +105,7 @@ class AppendEdit:
     max_messages: int
     max_bytes: int
 
-    def clauses(self, e: Expr, exact: Session | None) -> tuple[str, str, str]:
+    def clauses(self, e: Expr) -> tuple[str, str, str]:
         count, size = e.n("messageCount"), e.n("contextBytes")
         sets = f"{count} = {count} + {e.v(self.count)}, {size} = {size} + {e.v(self.added)}"
         condition = (
@@ -136,9 +136,6 @@ class AppendEdit:
                 self.max_bytes,
             )
         return None
-
-    def needs_exact(self, current: Session) -> bool:
-        return False
 
 
 def first_seq(session: Session, token: str) -> int:

@@ -1,5 +1,9 @@
 """The session's metadata item: its fields, its one parser, and the bound of its size.
 
+Every write of the session -- a tool call's claim, an append's reservation, a transition --
+writes this item and is billed by its whole size, so it holds only what those writes need; the
+attributes are in an item of their own (``attributes``).
+
 ================  ========================================================================
 attribute         holds
 ================  ========================================================================
@@ -18,8 +22,8 @@ attribute         holds
 ``incarnation``   unique per creation: tells a session from an earlier one under the same id
 ``messageCount``  seqs reserved for the context (``context``)
 ``contextBytes``  the bytes of the messages appended
-``attrs``         the session's attributes, name -> JSON text (``attributes``)
-``attrBytes``     an upper bound of the ``attrs`` map's size
+``attrsRev``      how many times the attributes changed: equal to the attributes item's ``rev``
+                  (both move in one transaction; ``attributes``), 0 if it never had any
 ``tk``            request tokens of recent writes (``write_tokens``)
 ================  ========================================================================
 """
@@ -30,7 +34,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import schema, sizing
-from .attributes import ATTRIBUTES_MAX_BYTES
 from .clock import parse_timestamp
 from .errors import DynamoDBError, SessionExpired, SessionNotFound
 from .ids import MAX_ID_LENGTH, MAX_TOKEN_LENGTH
@@ -42,12 +45,15 @@ from .write_tokens import KEY_LENGTH, SEQ_SPAN, TOKEN_CAP, key
 _STATUS = {s.value: s for s in Status}
 _FIELDS = frozenset(
     {"sessionId", "version", "status", "createdAt", "updatedAt", "ttl", "incarnation"}
-    | {"idle", "idleUntil", "messageCount", "contextBytes", "attrs", "attrBytes", "tk"}
+    | {"idle", "idleUntil", "messageCount", "contextBytes", "attrsRev", "tk"}
 )
 
 
-def session_from_item(item: Mapping[str, Any]) -> Session:
-    """The metadata item (python-typed, as ``wire.to_python`` gives it) as a ``Session``;
+def session_from_item(
+    item: Mapping[str, Any], attributes: Attributes | None = None, attribute_bytes: int = 0
+) -> Session:
+    """The metadata item (python-typed, as ``wire.to_python`` gives it) as a ``Session``, with
+    the attributes read beside it (``attributes.attach``: none unless given);
     ``DynamoDBError`` for an item this store did not write (a field missing)."""
     missing = _FIELDS.difference(item)
     if missing:
@@ -69,9 +75,10 @@ def session_from_item(item: Mapping[str, Any]) -> Session:
         message_count=int(item["messageCount"]),
         context_bytes=int(item["contextBytes"]),
         incarnation=item["incarnation"],
-        attributes=Attributes(dict(item["attrs"])),
-        attribute_bytes=int(item["attrBytes"]),
+        attributes=attributes if attributes is not None else Attributes(),
+        attribute_bytes=attribute_bytes,
         write_tokens={k: int(v) for k, v in item["tk"].items()},
+        attributes_rev=int(item["attrsRev"]),
         # An idle period as long as the whole ttl can never end the session first: fixed.
         idle_seconds=idle if idle < ttl - created_s else None,
         idle_until=int(item["idleUntil"]),
@@ -85,8 +92,7 @@ def new_item(
     ttl: int,
     token: str,
     token_value: int,
-    attrs: Mapping[str, str],
-    attr_bytes: int,
+    attrs_rev: int,
     idle: int,
     idle_until: int,
 ) -> dict[str, Any]:
@@ -107,8 +113,7 @@ def new_item(
         "incarnation": token,
         "messageCount": 0,
         "contextBytes": 0,
-        "attrs": dict(attrs),
-        "attrBytes": attr_bytes,
+        "attrsRev": attrs_rev,
         "tk": {key(token): token_value},
     }
     if owner is not None:
@@ -147,8 +152,7 @@ def _max_size() -> int:
         WIDEST_TTL,
         widest_token,
         0,
-        {},
-        int("9" * len(str(ATTRIBUTES_MAX_BYTES))),
+        int("9" * 20),
         WIDEST_TTL,
         WIDEST_TTL,
     )
@@ -157,8 +161,6 @@ def _max_size() -> int:
         status=max((s.value for s in Status), key=len),
         messageCount=WIDEST_COUNT,
         contextBytes=WIDEST_CONTEXT_BYTES,
-        # a string as long as the largest attributes map is sized the same as that map
-        attrs="x" * ATTRIBUTES_MAX_BYTES,
         tk={
             f"{i:03d}".rjust(KEY_LENGTH, "x"): WIDEST_TTL * SEQ_SPAN + WIDEST_COUNT
             for i in range(TOKEN_CAP)

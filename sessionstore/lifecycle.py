@@ -11,7 +11,7 @@ status the session already has is a no-op success, anything else not in the tabl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -61,7 +61,7 @@ class StatusEdit:
     session_id: str
     to: Status
 
-    def clauses(self, e: Expr, exact: Session | None) -> tuple[str, str, str]:
+    def clauses(self, e: Expr) -> tuple[str, str, str]:
         status = e.n("status")
         froms = sources(self.to)
         if froms:
@@ -80,38 +80,43 @@ class StatusEdit:
             raise InvalidTransition(self.session_id, current.status, self.to)
         return None
 
-    def needs_exact(self, current: Session) -> bool:
-        return False
-
 
 @dataclass(slots=True)
 class CreateSession:
     """PutItem of a new session's metadata item (``item.new_item``, wire form) if the id is
-    free. A refusal whose item names our token is our own lost attempt."""
+    free -- in one transaction with its attributes item when it has attributes. A refusal whose
+    item names our token is our own lost attempt."""
 
     table: str
     session_id: str
     item: dict[str, Any]
     token: str
+    attributes: dict[str, Any] | None = None  # wire form
+    operation: str = field(init=False)
 
-    operation = "put_item"
+    def __post_init__(self) -> None:
+        self.operation = "put_item" if self.attributes is None else "transact_write_items"
 
     def request(self, now_ms: int) -> dict[str, Any]:
         e = Expr()
-        return {
+        put = {
             "TableName": self.table,
             "Item": self.item,
             "ConditionExpression": f"attribute_not_exists({e.n('pk')})",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             **e.params(),
         }
+        if self.attributes is None:
+            return put
+        # Unconditional: an earlier session's attributes item (TTL deletes late) is replaced.
+        attributes = {"TableName": self.table, "Item": self.attributes}
+        return {"TransactItems": [{"Put": put}, {"Put": attributes}]}
 
     def succeeded(self, response: dict[str, Any]) -> None:
         return None
 
     def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> None:
-        assert isinstance(failure, ConditionFailed)
-        old = failure.old
+        old = failure.old if isinstance(failure, ConditionFailed) else failure.old(0)
         if old is not None and write_tokens.carries(old, self.token):
             return None
         raise SessionAlreadyExists(self.session_id)

@@ -19,7 +19,7 @@ request token (``write_tokens``), and the idle deadline moved on (``idleUntil = 
 ``expressions.extend_idle``): every accepted write keeps an idle session alive, in the request
 it sends anyway. Its refusal interpreter reads the item ALL_OLD returned, once, in order:
 our token (our lost attempt landed), not live (not found / expired), the edit's verdict (already
-done, or not allowed), a stale version, a full token map, an exact bound.
+done, or not allowed), a stale version, a full token map.
 """
 
 from __future__ import annotations
@@ -56,9 +56,8 @@ class Edit(Protocol):
     """What a write to the metadata item changes, besides the version, ``updatedAt`` and the
     request token (which ``MetadataWrite`` adds)."""
 
-    def clauses(self, e: Expr, exact: Session | None) -> tuple[str, str, str]:
-        """``(SET actions, REMOVE actions, condition)``, each possibly empty. ``exact`` is the
-        item the attempt is pinned to, when the edit asked for it (``needs_exact``)."""
+    def clauses(self, e: Expr) -> tuple[str, str, str]:
+        """``(SET actions, REMOVE actions, condition)``, each possibly empty."""
         ...
 
     def token_value(self, e: Expr, now_s: int) -> str:
@@ -68,11 +67,6 @@ class Edit(Protocol):
     def judge(self, current: Session) -> Session | None:
         """After a refusal, on the live item: a result (nothing to write), None (write it), or
         raise the typed error (not allowed)."""
-        ...
-
-    def needs_exact(self, current: Session) -> bool:
-        """The clauses built without the item would be refused on ``current``, though the
-        change fits: pin the next attempt to it."""
         ...
 
 
@@ -95,7 +89,6 @@ class MetadataWrite:
     expected: bool = False
     seen_tokens: Mapping[str, int] | None = None
     settled: tuple[str, ...] = ()
-    exact: Session | None = None
     removed: tuple[str, ...] = ()  # the tokens the last attempt removes
     attempted: int | None = None  # the version the last pinned attempt expected
     current: Session | None = field(default=None, repr=False)
@@ -106,7 +99,7 @@ class MetadataWrite:
         e = Expr()
         now_s = now_ms // 1000
         alive = live_session(e, owner=self.owner, now_s=now_s)
-        sets, removes, edit_condition = self.edit.clauses(e, self.exact)
+        sets, removes, edit_condition = self.edit.clauses(e)
         version_condition, version_set = version_guard(e, self.version)
         self.attempted = self.version
         self.removed = write_tokens.removable(self.seen_tokens, self.settled, self.token, now_s)
@@ -150,7 +143,6 @@ class MetadataWrite:
             if self.expected:
                 raise VersionConflict(self.session_id, self.version, current)
             self.version = current.version  # optimistic retry, on the version ALL_OLD shows
-            self.exact = current if self.exact is not None else None
             return RETRY
         tokens = current.write_tokens
         if len(tokens) >= write_tokens.TOKEN_CAP:
@@ -162,9 +154,6 @@ class MetadataWrite:
                 f"{write_tokens.TOKEN_HORIZON_S} s hold request tokens; try again later",
                 maybe_applied=False,
             )
-        if self.exact is None and self.edit.needs_exact(current):
-            self.version, self.exact = current.version, current
-            return RETRY
         # Every condition holds on the item as it is: nothing explains the refusal.
         raise DynamoDBError("ConditionalCheckFailedException", repr(old))
 

@@ -117,8 +117,11 @@ class Session:
     snapshot's identity -- because its attributes are not hashable. ``incarnation`` tells a
     session apart from an earlier one that had the same id.
 
-    ``attribute_bytes`` and ``write_tokens`` are bookkeeping the store needs (the attributes'
-    size bound, the request tokens of recent writes); they take no part in equality.
+    ``attributes`` live in an item of their own (``sessionstore.attributes``), read with the
+    metadata item; ``attributes_rev`` counts their changes (0: never had any).
+    ``attribute_bytes``, ``attributes_rev`` and ``write_tokens`` are bookkeeping the store needs
+    (the attributes' size bound, the request tokens of recent writes); they take no part in
+    equality.
 
     ``ttl`` is the absolute cap (DynamoDB deletes the item after it). A session created with
     ``idle_seconds`` also expires when no accepted write touched it for that long:
@@ -141,6 +144,7 @@ class Session:
     attributes: Attributes = field(default_factory=Attributes)
     attribute_bytes: int = field(default=0, repr=False, compare=False)
     write_tokens: Mapping[str, int] = field(default_factory=dict, repr=False, compare=False)
+    attributes_rev: int = field(default=0, repr=False, compare=False)
     # Out of the repr like the bookkeeping above: a fixed-ttl session prints as it always did.
     idle_seconds: int | None = field(default=None, repr=False)
     idle_until: int = field(default=0, repr=False)  # epoch seconds; 0: the ttl

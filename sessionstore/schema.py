@@ -4,14 +4,15 @@
 item              sk                          mutable    holds
 ================  ==========================  =========  =====================================
 session metadata  ``metadata``                versioned  status, counters, owner, ttl, tokens
+attributes        ``metadata#attributes``     versioned  the session's attributes (``attributes``)
 context page      ``msg#<last seq>``          never      one append's messages, first seq, ttl
 tool call         ``tool#<id>``               once       claimed -> recorded: name, fingerprint,
                                                          input, output, duration, ttl
 ================  ==========================  =========  =====================================
 
-Sort keys sort ``metadata`` < ``msg#...`` < ``tool#...``, so ``sk BETWEEN "metadata" AND
-"tool$"`` reads the metadata, the context and the tool calls in one Query;
-``sk BETWEEN "metadata" AND "msg$"`` reads the metadata and the context alone. A tool call is
+Sort keys sort ``metadata`` < ``metadata#attributes`` < ``msg#...`` < ``tool#...``, so
+``sk BETWEEN "metadata" AND "tool$"`` reads the session, the context and the tool calls in one
+Query; ``sk BETWEEN "metadata" AND "msg$"`` reads the session and the context alone. A tool call is
 keyed by its id (the idempotency key); the history is sorted by recording time after the read
 (``sessionstore.tool_calls.history``). A page is keyed by
 its *last* message's seq (fixed width, so key order is message order): the page holding seq ``k``
@@ -28,6 +29,9 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 META_SK = "metadata"
+#: Beside the metadata item, not in it: every tool call and append writes the metadata item and
+#: is billed by its whole size, which attributes of up to 4 KiB would multiply.
+ATTRS_SK = "metadata#attributes"
 TOOL_PREFIX = "tool#"
 PAGE_PREFIX = "msg#"
 #: Just past every page key ("$" follows "#"): the upper bound of a context Query.
@@ -43,6 +47,10 @@ def pk(session_id: str) -> str:
 
 def meta_key(session_id: str) -> dict[str, Any]:
     return {"pk": {"S": pk(session_id)}, "sk": {"S": META_SK}}
+
+
+def attrs_key(session_id: str) -> dict[str, Any]:
+    return {"pk": {"S": pk(session_id)}, "sk": {"S": ATTRS_SK}}
 
 
 def page_sk(last_seq: int) -> str:

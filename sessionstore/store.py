@@ -25,6 +25,8 @@ had in fact landed.
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -32,7 +34,16 @@ from typing import Any, TypeVar
 
 from . import codec, schema, sizing, telemetry
 from .attempts import Plan, drive
-from .attributes import ATTRIBUTES_MAX_BYTES, EMPTY_MAP_BYTES, AttributesEdit, attribute_texts
+from .attributes import (
+    ATTRIBUTES_MAX_BYTES,
+    EMPTY_MAP_BYTES,
+    AttributesEdit,
+    AttributesWrite,
+    Stored,
+    attribute_texts,
+    attributes_item,
+    stored,
+)
 from .attributes import validate_name as _validate_attribute_name
 from .clock import Clock, SystemClock, format_timestamp
 from .codec import JSON
@@ -51,12 +62,14 @@ from .context import (
     validate_after,
 )
 from .errors import (
+    ConflictRetriesExhausted,
     ContextFull,
     InvalidInput,
     ItemTooLarge,
     SessionNotFound,
     ToolCallConflict,
     Unavailable,
+    VersionConflict,
 )
 from .expressions import Expr
 from .ids import IdFactory, RandomIds, validate_id, validate_token
@@ -143,6 +156,9 @@ class SessionStore:
         # This instance's finished writes per session: their tokens in ``tk`` are dead, and
         # the next write to the session removes them (``write_tokens``).
         self._settled: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        # The last attributes this instance read or wrote per session: a write's ALL_NEW has
+        # only the metadata item, whose ``attrsRev`` says whether this copy is still current.
+        self._attributes: OrderedDict[str, Stored] = OrderedDict()
         self._seen_lock = threading.Lock()
 
     # ------------------------------------------------------------------ table
@@ -181,8 +197,7 @@ class SessionStore:
         attrs, added = (
             attribute_texts(attributes, "attributes") if attributes is not None else ({}, 0)
         )
-        attr_bytes = EMPTY_MAP_BYTES + added
-        if attr_bytes > ATTRIBUTES_MAX_BYTES:
+        if EMPTY_MAP_BYTES + added > ATTRIBUTES_MAX_BYTES:
             raise ItemTooLarge(EMPTY_MAP_BYTES, added, ATTRIBUTES_MAX_BYTES, what="attributes")
         token = self._token()
         now_ms = self.clock.now_ms()
@@ -197,23 +212,32 @@ class SessionStore:
             ttl,
             token,
             now_ms // 1000,
-            attrs,
-            attr_bytes,
+            1 if attrs else 0,
             idle,
             min(now_ms // 1000 + idle, ttl),
         )
-        plan = CreateSession(self.table_name, session_id, item_to_wire(item), token)
+        extra = attributes_item(session_id, token, 1, attrs, ttl) if attrs else None
+        plan = CreateSession(
+            self.table_name,
+            session_id,
+            item_to_wire(item),
+            token,
+            item_to_wire(extra) if extra is not None else None,
+        )
         try:
             self._drive(plan, f"create session {session_id!r}")
         finally:
             self._settle(session_id, token, ())
         session = session_from_item(item)
         self._remember(session)
-        return session
+        if extra is not None:
+            self._keep_attributes(session_id, stored(extra))
+        return self._attach(session)
 
     @telemetry.traced("get_session")
     def get_session(self, session_id: str, *, owner: str | None = None) -> Session:
-        """Strongly consistent read of the metadata item."""
+        """Strongly consistent read of the metadata item, and of the attributes item unless the
+        session never had attributes or this instance holds their current copy."""
         validate_id(session_id, "session_id")
         _validate_owner(owner)
         return self._get(session_id, owner)[0]
@@ -232,7 +256,7 @@ class SessionStore:
         session = live(session_id, item, owner, self.clock.now_ms() // 1000)
         self._remember(session)
         assert item is not None
-        return session, item
+        return self._attach(session), item
 
     @telemetry.traced("touch")
     def touch(self, session_id: str, *, owner: str | None = None) -> Session:
@@ -243,9 +267,11 @@ class SessionStore:
         raises as a read would. Writes need no touch: each one moves the deadline itself."""
         validate_id(session_id, "session_id")
         _validate_owner(owner)
-        return self._drive(
-            Touch(self.table_name, session_id, owner, self._remember),
-            f"touch of session {session_id!r}",
+        return self._attach(
+            self._drive(
+                Touch(self.table_name, session_id, owner, self._remember),
+                f"touch of session {session_id!r}",
+            )
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -312,13 +338,15 @@ class SessionStore:
         owner: str | None = None,
     ) -> Session:
         """Set ``changes`` and delete the names in ``remove`` among the session's attributes
-        (``Session.attributes``, module ``attributes``): a small map of JSON values kept on the
-        metadata item, one request; the version goes up by one.
+        (``Session.attributes``, module ``attributes``): a small map of JSON values in an item
+        beside the metadata item. One ``TransactWriteItems`` (both items; the version goes up by
+        one), then one Query that reads the session back; an instance that has not seen the
+        session reads it first.
 
         Names match ``[A-Za-z][A-Za-z0-9_.-]{0,63}`` and are not the store's own field names;
         values are stored as exact JSON text; all the attributes together take at most
-        ``ATTRIBUTES_MAX_BYTES`` (4 KiB, reserved in ``METADATA_OVERHEAD``): ``ItemTooLarge``
-        otherwise. Any status but ``closed`` (``SessionNotActive``).
+        ``ATTRIBUTES_MAX_BYTES`` (4 KiB): ``ItemTooLarge`` otherwise. Any status but ``closed``
+        (``SessionNotActive``).
 
         Without ``expected_version`` the change is applied on top of whatever is current (last
         writer wins per name) and concurrent writers never refuse each other; with it, a
@@ -342,8 +370,16 @@ class SessionStore:
             raise InvalidInput(f"attributes both changed and removed: {sorted(both)}")
         if EMPTY_MAP_BYTES + added > ATTRIBUTES_MAX_BYTES:  # could never fit: refuse unsent
             raise ItemTooLarge(EMPTY_MAP_BYTES, added, ATTRIBUTES_MAX_BYTES, what="attributes")
-        edit = AttributesEdit(session_id, texts, gone, added)
-        return self._write(session_id, owner, edit, version=expected_version, expected=True)
+        seen = self._hint(session_id, owner) or self._get(session_id, owner)[0]
+        edit = AttributesEdit(session_id, texts, gone, added, seen.incarnation)
+        return self._write(
+            session_id,
+            owner,
+            edit,
+            version=expected_version,
+            expected=True,
+            wrap=lambda meta: AttributesWrite(meta, edit, seen.ttl),
+        )
 
     # ------------------------------------------------------------------ context
 
@@ -526,7 +562,7 @@ class SessionStore:
         now_s = self.clock.now_ms() // 1000
         if after is None:
             items = self._items(session_id, schema.META_SK, schema.PAGES_END)
-            session, head = self._head(items, session_id, owner, now_s)
+            session, head, items = self._head(items, session_id, owner, now_s)
         else:
             session, head = self._get(session_id, owner)
             start = first_page_key(after) or schema.PAGE_PREFIX
@@ -542,7 +578,7 @@ class SessionStore:
         _validate_owner(owner)
         now_s = self.clock.now_ms() // 1000
         items = self._items(session_id, schema.META_SK, schema.TOOLS_END)
-        session, head = self._head(items, session_id, owner, now_s)
+        session, head, items = self._head(items, session_id, owner, now_s)
         page_items: list[dict[str, Any]] = []
         call_items: list[dict[str, Any]] = []
         for item in items:
@@ -554,14 +590,20 @@ class SessionStore:
 
     def _head(
         self, items: Iterator[dict[str, Any]], session_id: str, owner: str | None, now_s: int
-    ) -> tuple[Session, dict[str, Any]]:
-        """The live session from the first item of a Query that starts at the metadata item."""
+    ) -> tuple[Session, dict[str, Any], Iterator[dict[str, Any]]]:
+        """The live session from the first items of a Query that starts at the metadata item
+        (the attributes item sorts right after it), and the items after those."""
         head = next(items, None)
         if head is None or head["sk"] != schema.META_SK:
             raise SessionNotFound(session_id)
         session = live(session_id, head, owner, now_s)
         self._remember(session)
-        return session, head
+        following = next(items, None)
+        if following is not None and following["sk"] == schema.ATTRS_SK:
+            self._keep_attributes(session_id, stored(following))
+        elif following is not None:
+            items = itertools.chain((following,), items)
+        return self._attach(session), head, items
 
     def _items(self, session_id: str, low: str, high: str) -> Iterator[dict[str, Any]]:
         """The items of one session with ``low <= sk <= high`` in key order, strongly
@@ -597,10 +639,12 @@ class SessionStore:
         expected: bool = False,
         then: Callable[[Session], None] | None = None,
         token: str | None = None,
+        wrap: Callable[[MetadataWrite], Plan[None]] | None = None,
     ) -> Session:
         """A write to the metadata item (``locking.MetadataWrite``), pinned to ``version`` or
         last writer wins (None). ``then`` runs on the result before the write's token is given
-        up (an append's page write)."""
+        up (an append's page write). ``wrap`` makes it part of a transaction (attributes), which
+        returns nothing: the session is read back (one Query of the metadata and attributes)."""
         token = self._token() if token is None else token
         seen = self._hint(session_id, owner)
         plan = MetadataWrite(
@@ -616,10 +660,19 @@ class SessionStore:
             settled=self._settled.get(session_id, ()),  # one dict read: no lock needed
         )
         try:
-            session = self._drive(plan, f"write to session {session_id!r}")
+            what = f"write to session {session_id!r}"
+            if wrap is None:
+                session = self._drive(plan, what)
+            else:
+                self._drive(wrap(plan), what)
+                items = self._items(session_id, schema.META_SK, schema.ATTRS_SK)
+                session = self._head(items, session_id, owner, self.clock.now_ms() // 1000)[0]
             if then is not None:
                 then(session)
-            return session
+            return self._attach(session)
+        except (VersionConflict, ConflictRetriesExhausted) as exc:
+            exc.current = self._attach(exc.current)
+            raise
         finally:
             self._settle(session_id, token, plan.removed)
 
@@ -661,6 +714,41 @@ class SessionStore:
             if old.incarnation != session.incarnation or old.version <= session.version:
                 seen[session_id] = session
             seen.move_to_end(session_id)
+
+    def _keep_attributes(self, session_id: str, attributes: Stored | None) -> None:
+        if attributes is None:
+            return
+        with self._seen_lock:
+            self._attributes[session_id] = attributes
+            self._attributes.move_to_end(session_id)
+            if len(self._attributes) > _MAX_HINTS:
+                self._attributes.popitem(last=False)
+
+    def _attach(self, session: Session) -> Session:
+        """``session`` (the metadata item alone) with its attributes: none if it never had any,
+        this instance's copy if still current, else the attributes item read now (one GetItem;
+        it may show a change made after ``session`` was read, never an older one)."""
+        if session.attributes_rev == 0:
+            return session
+        copy = self._attributes.get(session.session_id)  # one dict read: no lock needed
+        if (
+            copy is None
+            or copy.incarnation != session.incarnation
+            or copy.rev < session.attributes_rev
+        ):
+            response = self._call(
+                "get_item",
+                {
+                    "TableName": self.table_name,
+                    "Key": schema.attrs_key(session.session_id),
+                    "ConsistentRead": True,
+                },
+            )
+            copy = stored(to_python(response.get("Item")))
+            if copy is None or copy.incarnation != session.incarnation:
+                return session  # deleted by TTL: the session has expired meanwhile
+            self._keep_attributes(session.session_id, copy)
+        return dataclasses.replace(session, attributes=copy.attributes, attribute_bytes=copy.bytes)
 
     def _hint(self, session_id: str, owner: str | None) -> Session | None:
         """The hint for ``session_id`` -- only for its own owner (acting on another owner's hint

@@ -1,4 +1,5 @@
-"""Session attributes (issue 12): a small versioned map of JSON values on the metadata item."""
+"""Session attributes (issue 12): a small versioned map of JSON values in an item beside the
+metadata item (issue 21: so that the writes every call makes are not billed for them)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 import pytest
 
 import sessionstore as ss
-from sessionstore import sizing
+from sessionstore import schema, sizing
 from sessionstore.attributes import ATTRIBUTES_MAX_BYTES
 from sessionstore.testing import Fault, FaultInjector, RequestLog
 
@@ -15,7 +16,13 @@ from .conftest import scan
 from .items import stored
 
 
-def test_create_with_attributes_and_update_in_one_request(
+def _values_size(raw: dict[str, Any]) -> int:
+    """What the attributes themselves take in their item (wire form)."""
+    fields = {"pk", "sk", "incarnation", "rev", "attrBytes", "ttl"}
+    return sizing.item_size({k: v for k, v in raw.items() if k not in fields})
+
+
+def test_create_with_attributes_and_update_in_one_transaction(
     store: ss.SessionStore, client: Any, table: str, requests: RequestLog
 ) -> None:
     created = store.create_session(owner="alice", attributes={"protocol": "2025-11-25"})
@@ -27,14 +34,18 @@ def test_create_with_attributes_and_update_in_one_request(
         remove=["protocol"],
         owner="alice",
     )
-    assert requests.counts() == {"UpdateItem": 1}
+    # Both items in one transaction, then the session read back (a transaction returns nothing).
+    assert requests.counts() == {"TransactWriteItems": 1, "Query": 1}
     assert updated.version == created.version + 1
     assert dict(updated.attributes) == {"client": {"name": "cli", "version": 1.0}, "n": 10**30}
     assert isinstance(updated.attributes["client"]["version"], float)  # exact JSON round trip
     assert store.get_session(created.session_id, owner="alice") == updated
-    raw = stored(client, table, created.session_id)
-    assert raw["attrs"]["M"]["client"] == {"S": '{"name":"cli","version":1.0}'}  # JSON text
-    assert int(raw["attrBytes"]["N"]) >= sizing.value_size(raw["attrs"])
+    meta = stored(client, table, created.session_id)
+    assert "attrs" not in meta and meta["attrsRev"] == {"N": "2"}
+    raw = stored(client, table, created.session_id, schema.ATTRS_SK)
+    assert raw["rev"] == {"N": "2"} and raw["incarnation"] == meta["incarnation"]
+    assert raw["client"] == {"S": '{"name":"cli","version":1.0}'}  # JSON text
+    assert int(raw["attrBytes"]["N"]) >= _values_size(raw)
 
 
 def test_attributes_are_a_read_only_mapping_and_sessions_stay_hashable(
@@ -80,7 +91,7 @@ def test_rival_writes_cost_no_retry_without_expected_version(
     rival.update_attributes(active.session_id, {"a": "rival", "b": 1}, owner="alice")
     requests.reset()
     mine = store.update_attributes(active.session_id, {"a": "mine"}, owner="alice")
-    assert requests.counts() == {"UpdateItem": 1}
+    assert requests.counts() == {"TransactWriteItems": 1, "Query": 1}  # no refusal, no retry
     assert mine.attributes == {"a": "mine", "b": 1}  # last writer wins per name
     assert mine.version == active.version + 2
 
@@ -91,7 +102,8 @@ def test_lost_response_never_applies_twice(
     with FaultInjector(client, script=[Fault.LOST_RESPONSE]) as faults:
         result = store.update_attributes(active.session_id, {"a": 1}, owner="alice")
     assert faults.injected[Fault.LOST_RESPONSE] == 1
-    assert requests.counts() == {"UpdateItem": 2}  # applied, lost; the retry finds its token
+    # Applied, lost; the retry is refused and finds its token; then the read-back.
+    assert requests.counts() == {"TransactWriteItems": 2, "Query": 1}
     assert result.version == active.version + 1
     assert store.get_session(active.session_id, owner="alice").version == active.version + 1
 
@@ -114,7 +126,7 @@ def test_missing_foreign_expired_and_closed(
     with pytest.raises(ss.SessionExpired):
         store.update_attributes(sid, {"a": 1}, owner="alice")
     assert scan(client, table) == before
-    assert stored(client, table, sid)["attrs"]["M"] == {"closing": {"S": "true"}}
+    assert stored(client, table, sid, schema.ATTRS_SK)["closing"] == {"S": "true"}
 
 
 @pytest.mark.parametrize(
@@ -161,14 +173,14 @@ def test_size_is_bounded_and_a_stale_bound_is_recomputed(
     for n in range(10):
         s = store.update_attributes(sid, {"doc": f"{n}" * 1_000}, owner="alice")
     assert s.version == active.version + 10
-    raw = stored(client, table, sid)
+    raw = stored(client, table, sid, schema.ATTRS_SK)
     assert int(raw["attrBytes"]["N"]) <= ATTRIBUTES_MAX_BYTES
-    assert int(raw["attrBytes"]["N"]) >= sizing.value_size(raw["attrs"])
+    assert int(raw["attrBytes"]["N"]) >= _values_size(raw)
     # Really too large: refused by the exact size, nothing written.
-    before = stored(client, table, sid)
+    before = scan(client, table)
     with pytest.raises(ss.ItemTooLarge):
         store.update_attributes(sid, {"more": "y" * 3_500}, owner="alice")
-    assert stored(client, table, sid) == before
+    assert scan(client, table) == before
     # Removing makes room again.
     s = store.update_attributes(sid, {"more": "y" * 3_500}, remove=["doc"], owner="alice")
     assert set(s.attributes) == {"more"}
@@ -180,3 +192,46 @@ def test_create_refuses_attributes_past_the_limit(
     with pytest.raises(ss.ItemTooLarge):
         store.create_session(attributes={f"k{i}": "v" * 500 for i in range(9)})
     assert requests.count == 0
+
+
+def test_the_metadata_item_stays_small_whatever_the_attributes(
+    store: ss.SessionStore, client: Any, table: str
+) -> None:
+    small = store.create_session(owner="alice")
+    full = store.create_session(owner="alice", attributes={"doc": "x" * 4_000})
+    sizes = [sizing.item_size(stored(client, table, s.session_id)) for s in (small, full)]
+    assert sizes[0] == sizes[1] < 400  # the 4 KB are in the attributes item
+    assert sizing.item_size(stored(client, table, full.session_id, schema.ATTRS_SK)) > 4_000
+
+
+def test_another_instances_change_is_read_with_the_session(
+    client: Any, table: str, clock: ss.ManualClock, store: ss.SessionStore, requests: RequestLog
+) -> None:
+    created = store.create_session(owner="alice", attributes={"a": 1})
+    requests.reset()
+    assert store.activate(created.session_id, owner="alice").attributes == {"a": 1}
+    assert requests.counts() == {"UpdateItem": 1}  # its own copy is current: nothing to read
+    other = ss.SessionStore(client, table, clock=clock)
+    other.update_attributes(created.session_id, {"b": 2}, owner="alice")
+    requests.reset()
+    closing = store.begin_close(created.session_id, owner="alice")
+    assert closing.attributes == {"a": 1, "b": 2} and closing.attributes_rev == 2
+    assert requests.counts() == {"UpdateItem": 1, "GetItem": 1}  # attrsRev moved: read once
+    assert store.load(created.session_id, owner="alice").session == closing
+
+
+def test_an_earlier_sessions_attributes_are_not_inherited(
+    client: Any, table: str, clock: ss.ManualClock, store: ss.SessionStore
+) -> None:
+    first = store.create_session("reused", owner="alice", ttl_seconds=60, attributes={"a": 1})
+    clock.advance(seconds=61)
+    # TTL removed the metadata item but not (yet) the attributes item: both are deleted late.
+    client.delete_item(TableName=table, Key=schema.meta_key("reused"))
+    second = store.create_session("reused", owner="alice")
+    assert second.attributes == {} and second.incarnation != first.incarnation
+    assert store.get_session("reused", owner="alice").attributes == {}
+    fresh = ss.SessionStore(client, table, clock=clock)
+    changed = fresh.update_attributes("reused", {"b": 2}, owner="alice")
+    assert changed.attributes == {"b": 2}  # the old item was replaced whole, not merged into
+    raw = stored(client, table, "reused", schema.ATTRS_SK)
+    assert raw["incarnation"]["S"] == second.incarnation and raw["rev"] == {"N": "1"}

@@ -162,15 +162,27 @@ def test_append_without_expected_version_is_not_refused_by_rival_writes(
         rival.append_context(sid, ["rival"])
         rival.update_attributes(sid, {"rival": True})
 
-    store.client.meta.events.register("before-send.dynamodb.UpdateItem", rival_first)
+    events = ("before-send.dynamodb.UpdateItem", "before-send.dynamodb.TransactWriteItems")
+    for event in events:
+        store.client.meta.events.register(event, rival_first)
     try:
         with RequestLog(store.client) as log:
             appended = store.append_context(sid, ["mine"])
             updated = store.update_attributes(sid, {"mine": 1})
     finally:
-        store.client.meta.events.unregister("before-send.dynamodb.UpdateItem", rival_first)
-    # One attempt each: an append is its reservation and its page, the attributes one write.
-    assert log.counts() == {"UpdateItem": 2, "PutItem": 1}
+        for event in events:
+            store.client.meta.events.unregister(event, rival_first)
+    # One attempt each: an append is its reservation and its page (and, as the rival changed
+    # the attributes, one read of them for the session it returns); the attributes change one
+    # transaction, and the read-back.
+    assert log.counts() == {
+        "UpdateItem": 1,
+        "PutItem": 1,
+        "GetItem": 1,
+        "TransactWriteItems": 1,
+        "Query": 1,
+    }
+    assert appended.attributes == {"rival": True}
     assert appended.message_count == 2
     assert list(store.context(sid)) == ["rival", "mine", "rival"]  # one more before update
     assert dict(updated.attributes) == {"rival": True, "mine": 1}
@@ -726,7 +738,9 @@ def test_unexplained_error_after_a_possible_landing_is_maybe_applied(
             raise ReadTimeoutError(endpoint_url=request.url)  # (not applied, but unknowable)
         return _error(request, "ValidationException", message="something else entirely")
 
-    operation = "PutItem" if write == "append: page" else "UpdateItem"
+    operation = {"append: page": "PutItem", "update_attributes": "TransactWriteItems"}.get(
+        write, "UpdateItem"
+    )
     store.client.meta.events.register(f"before-send.dynamodb.{operation}", lost_then_validation)
     with pytest.raises(ss.Unavailable) as caught:
         if write == "update_attributes":

@@ -37,7 +37,12 @@ from hypothesis import strategies as st
 
 import sessionstore as ss
 from sessionstore import codec
-from sessionstore.attributes import ATTRIBUTES_MAX_BYTES, RESERVED_ATTRIBUTE_NAMES, attributes_size
+from sessionstore.attributes import (
+    ATTRIBUTES_MAX_BYTES,
+    RESERVED_ATTRIBUTE_NAMES,
+    attributes_size,
+    stored,
+)
 from sessionstore.codec import decode
 from sessionstore.item import session_from_item
 from sessionstore.local import LocalDynamoDB
@@ -263,6 +268,15 @@ def calls(draw: st.DrawFn, valid: dict[str, Any], hostile: dict[str, Any]) -> di
 # ------------------------------------------------------------------------------ the model
 
 
+def _session(meta: dict[str, Any], attrs: dict[str, Any] | None) -> ss.Session:
+    """The session as its two items hold it: the attributes item counts only when it is this
+    incarnation's and the metadata item says there are attributes."""
+    found = stored(attrs)
+    if found is None or found.incarnation != meta["incarnation"] or not meta["attrsRev"]:
+        return session_from_item(meta)
+    return session_from_item(meta, found.attributes)
+
+
 @dataclass
 class Env:
     client: Any
@@ -296,23 +310,29 @@ class Env:
         has never seen (absence of strays is checked by the final Scan, ``audit_table``)."""
         if self.requests.count == 0 or not _id_ok(session_id) or session_id not in self.sessions:
             return
-        response = self.client.get_item(
-            TableName=self.table,
-            ConsistentRead=True,
-            Key={"pk": {"S": f"session#{session_id}"}, "sk": {"S": "metadata"}},
+        items = {
+            sk: self.client.get_item(
+                TableName=self.table,
+                ConsistentRead=True,
+                Key={"pk": {"S": f"session#{session_id}"}, "sk": {"S": sk}},
+            ).get("Item")
+            for sk in ("metadata", "metadata#attributes")
+        }
+        meta, attrs = (
+            {k: _DESER.deserialize(v) for k, v in i.items()} if i else None for i in items.values()
         )
-        if session_id not in self.sessions:
-            assert "Item" not in response, f"a refused call created {session_id!r}"
-            return
-        item = {k: _DESER.deserialize(v) for k, v in response["Item"].items()}
-        assert session_from_item(item) == self.sessions[session_id]
+        assert meta is not None
+        assert _session(meta, attrs) == self.sessions[session_id]
 
     def audit_table(self) -> None:
         """The whole table is exactly the model: no stray item, no stray change."""
         items = [
             {k: _DESER.deserialize(v) for k, v in i.items()} for i in scan(self.client, self.table)
         ]
-        metas = {i["sessionId"]: session_from_item(i) for i in items if i["sk"] == "metadata"}
+        attrs = {i["pk"]: i for i in items if i["sk"] == "metadata#attributes"}
+        metas = {
+            i["sessionId"]: _session(i, attrs.get(i["pk"])) for i in items if i["sk"] == "metadata"
+        }
         assert metas == self.sessions
         stored = {
             (i["sessionId"], i["toolCallId"]): record_from_item(i)
@@ -332,7 +352,10 @@ class Env:
             assert same(messages, self.contexts[sid]), sid
             assert metas[sid].message_count == len(messages)
         page_count = sum(1 for i in items if str(i["sk"]).startswith("msg#"))
-        assert len(items) == len(metas) + len(stored) + page_count  # one item per call
+        # One item per call; an attributes item only for a session that has had attributes.
+        with_attributes = sum(1 for s in metas.values() if s.attributes_rev)
+        assert len(attrs) == with_attributes
+        assert len(items) == len(metas) + with_attributes + len(stored) + page_count
 
     def report(self, name: str, started: float) -> None:
         elapsed = time.monotonic() - started

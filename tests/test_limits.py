@@ -29,7 +29,7 @@ from sessionstore.expressions import check_limits
 from sessionstore.testing import RequestLog
 from sessionstore.wire import is_item_size_message, send
 
-from .items import stored
+from .conftest import scan
 
 LIMIT = sizing.MAX_ITEM_BYTES
 
@@ -89,32 +89,33 @@ def sent(client: Any) -> Iterator[RequestLog]:
 def test_update_attributes_whose_expression_passes_4_kb_is_refused_unsent(
     store: ss.SessionStore, active: ss.Session, client: Any, table: str
 ) -> None:
-    """191 names build an UpdateExpression over 4 KB: once a 500 from the embedded engine five
-    times over (DynamoDBError), on DynamoDB a ValidationException reported as ItemTooLarge."""
+    """279 names build an UpdateExpression over 4 KB (191 did when they were keys of a map on the
+    metadata item): once a 500 from the embedded engine five times over (DynamoDBError), on
+    DynamoDB a ValidationException reported as ItemTooLarge."""
     sid = active.session_id
-    before = stored(client, table, sid)
+    before = scan(client, table)
     with RequestLog(client) as log, pytest.raises(ss.InvalidInput) as caught:
-        store.update_attributes(sid, {f"name_{i}": i for i in range(191)}, owner="alice")
-    assert log.counts()["UpdateItem"] == 0 and log.count == 0
+        store.update_attributes(sid, {f"name_{i}": i for i in range(279)}, owner="alice")
+    assert log.count == 0
     error = caught.value
     assert isinstance(error, RequestOverLimit) and not isinstance(error, ss.ItemTooLarge)
     assert error.size > expressions.MAX_EXPRESSION_BYTES == error.maximum
     message = str(error)
     assert "\n" not in message
     assert "UpdateExpression" in message and "4,096" in message and f"{error.size:,}" in message
-    assert stored(client, table, sid) == before  # nothing written
+    assert scan(client, table) == before  # nothing written
     assert store.get_session(sid, owner="alice").version == active.version
 
 
 def test_update_attributes_with_many_names_under_4_kb_is_stored(
     store: ss.SessionStore, active: ss.Session, requests: RequestLog
 ) -> None:
-    """160 names: under 4 KB, so DynamoDB takes it; the embedded engine did not (moto recursed
+    """278 names: under 4 KB, so DynamoDB takes it; the embedded engine did not (moto recursed
     past Python's limit from ~153 SET actions on and answered 500)."""
-    changes = {f"name_{i}": i for i in range(160)}
+    changes = {f"name_{i}": i for i in range(278)}
     requests.reset()
     updated = store.update_attributes(active.session_id, changes, owner="alice")
-    assert requests.counts() == {"UpdateItem": 1}
+    assert requests.counts() == {"TransactWriteItems": 1, "Query": 1}
     assert dict(updated.attributes) == changes
     assert store.get_session(active.session_id, owner="alice") == updated
 
@@ -358,18 +359,18 @@ def test_an_expression_refused_by_dynamodb_is_not_reported_as_item_too_large(
 ) -> None:
     """What real DynamoDB answered to the 191-name update (had it been sent): a ValidationException
     that merely contains "size". Now DynamoDBError, once, and nothing written."""
-    before = stored(client, table, active.session_id)
+    before = scan(client, table)
     handler = _refusal("ValidationException", EXPRESSION_SIZE)
-    client.meta.events.register("before-send.dynamodb.UpdateItem", handler)
+    client.meta.events.register("before-send.dynamodb.TransactWriteItems", handler)
     try:
         with RequestLog(client) as log, pytest.raises(ss.DynamoDBError) as caught:
             store.update_attributes(active.session_id, {"a": 1}, owner="alice")
     finally:
-        client.meta.events.unregister("before-send.dynamodb.UpdateItem", handler)
-    assert log.counts() == {"UpdateItem": 1}  # refused: not retried
+        client.meta.events.unregister("before-send.dynamodb.TransactWriteItems", handler)
+    assert log.counts() == {"TransactWriteItems": 1}  # refused: not retried
     assert not isinstance(caught.value, ss.ItemTooLarge)
     assert caught.value.code == "ValidationException" and "Expression size" in str(caught.value)
-    assert stored(client, table, active.session_id) == before
+    assert scan(client, table) == before
 
 
 def test_item_size_messages() -> None:

@@ -318,8 +318,7 @@ def test_audit_catches_a_write_accepted_on_an_idle_expired_session() -> None:
         1_767_268_800 + 3600,
         "tk",
         0,
-        {},
-        3,
+        0,
         2,
         1_767_268_800 + 2,
     )
