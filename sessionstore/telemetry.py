@@ -12,63 +12,38 @@ with the caller's context). An operation called by another one (``activate`` ->
 Pages that ``context()`` / ``tool_calls()`` read lazily, after the call returned, are spans
 ``sessionstore.read_page`` of their own.
 
-Span attributes (all set at the end, zeros included):
+Span attributes, all set at the end (zeros included): ``db.system.name`` (``aws.dynamodb``),
+``db.operation.name`` (the store operation), ``db.collection.name`` (the table, once a request
+was sent), ``sessionstore.session_id`` (the caller's own id; never the owner),
+``.tool_call_id`` (``record_tool_call`` / ``claim_tool_call``), ``.dynamodb_operations``, each
+count of ``Tally`` (``.requests``, ``.attempts``, ``.conflicts``, ``.lost_responses``,
+``.lost_responses_settled``, ``.throttles``, ``.write_units``, ``.read_units``), ``.outcome``,
+on errors ``error.type`` (the exception's class), and on ``Unavailable`` ``.maybe_applied``.
+Each count is also a counter ``sessionstore.<count>``, beside ``sessionstore.operations``, all
+with ``db.system.name``, ``db.operation.name`` and ``.outcome`` (never a session id).
 
-=====================================  ======================================================
-``db.system.name``                     ``aws.dynamodb``
-``db.operation.name``                  the store operation (``record_tool_call``)
-``db.collection.name``                 the table, once a request was sent
-``sessionstore.session_id``            the session (the caller's own id; never the owner)
-``sessionstore.tool_call_id``          for ``record_tool_call`` / ``claim_tool_call``
-``sessionstore.requests``              API requests sent (``PutItem`` ...)
-``sessionstore.dynamodb_operations``   their names, in order
-``sessionstore.attempts``              HTTP attempts, botocore's own retries included
-``sessionstore.conflicts``             attempts refused by a concurrent writer and retried
-``sessionstore.lost_responses``        write attempts whose answer was lost (timeout, 5xx)
-``sessionstore.lost_responses_settled``  of those, the ones whose write ended known: applied
-                                       once, or provably not (``Unavailable(maybe_applied=
-                                       True)`` settles none)
-``sessionstore.throttles``             throttled attempts (``ThrottlingException``,
-                                       ``ProvisionedThroughputExceeded``, throttled
-                                       cancellations), those botocore retried included
-``sessionstore.write_units``           computed write units (``sizing``), see below
-``sessionstore.read_units``            computed read units
-``sessionstore.outcome``               ``ok``, or what the operation answered (below)
-``sessionstore.maybe_applied``         on ``unavailable``: whether a write may have landed
-``error.type``                         on errors: the exception's class
-=====================================  ======================================================
+Outcomes. A refusal that *is* the operation's answer -- a ``SessionStoreError`` other than the
+failures below (``SessionNotFound``, ``VersionConflict`` for a stale ``expected_version``,
+``ContextFull`` ...), or one given to ``count_as_answer`` -- sets ``.outcome`` to the class in
+snake case (``session_not_found``) and leaves the span's status unset: the store did its job,
+and a dashboard of errors should not light up because a client asked for an expired session.
+The store failing to do its job -- ``Unavailable``, ``ConflictRetriesExhausted``,
+``TableNotFound``, ``DynamoDBError``, or any other exception -- sets status ERROR and
+``error.type`` (outcome: its snake-case name, ``error`` for a non-store exception). Exception
+messages are never recorded: some carry items as DynamoDB returned them (a cancellation's
+reasons), which may be another principal's.
 
-Outcomes. A refusal that *is* the operation's answer -- ``SessionNotFound``,
-``SessionExpired``, ``SessionNotActive``, ``InvalidTransition``, ``SessionAlreadyExists``,
-``VersionConflict`` (a stale ``expected_version``), ``ToolCallConflict``, ``ContextFull``,
-``ItemTooLarge``, ``InvalidInput``, ``ToolCallIdReused`` -- sets ``sessionstore.outcome`` (the
-class in snake case: ``session_not_found``) and leaves the span's status unset: the store did
-its job, and a dashboard of errors should not light up because a client asked for an expired
-session. The store failing to do its job -- ``Unavailable``, ``ConflictRetriesExhausted``,
-``TableNotFound``, ``DynamoDBError``, or any other exception -- sets status
-ERROR and ``error.type`` (outcome: its snake-case name, ``error`` for a non-store exception).
-Exception messages are never recorded: some carry items as DynamoDB returned them (a
-cancellation's reasons), which may be another principal's.
-
-Counters (each with ``db.system.name``, ``db.operation.name`` and ``sessionstore.outcome``;
-never a session id): ``sessionstore.operations`` and one per count above --
-``sessionstore.requests``, ``.attempts``, ``.conflicts``, ``.lost_responses``,
-``.lost_responses_settled``, ``.throttles``, ``.write_units`` ({WCU}), ``.read_units`` ({RCU}).
-
-Units are computed per HTTP attempt from what was sent and what came back, by DynamoDB's
-rules (``sizing``): a write is billed on the larger of the item it sends and the item returned
-(ALL_OLD on a refusal), 1 unit per started KB; in a transaction 2 per KB and item, a
-``ConditionCheck`` billed as a write; a refused conditional write (or a transaction cancelled by
-a condition) is billed; a write whose answer was lost is billed as if it landed; throttled,
-contended and never-sent attempts are not. Reads: 1 per started 4 KB (half if eventually
-consistent), a Query on the sum of what it returned. Approximations: an item DynamoDB does not
-return is sized from the request alone -- an ``UpdateItem`` that succeeded is billed on the
-item after it (``ALL_NEW``: the metadata item changes by a few bytes per write, so only a KB
-boundary crossed by a shrinking write is missed), and a ``ConditionCheck`` (or a transactional
-update) that passed is billed as a 1 KB item (2 units; the metadata item is a few hundred bytes
-unless its attributes are large, and at most ``METADATA_OVERHEAD`` ~ 7.6 KB); a lost
-``UpdateItem`` (nothing came back) counts 1 unit. A lost read is not billed. Only the
-operations the store sends are sized.
+Units are computed per HTTP attempt from what was sent and what came back, by DynamoDB's rules
+(``sizing``); a ``ConditionCheck`` is billed as a write. A refused conditional write (or a
+transaction cancelled by a condition) is billed; a write whose answer was lost is billed as if
+it landed; throttled, contended and never-sent attempts are not, nor is a lost read.
+Approximations: an item DynamoDB does not return is sized from the request alone -- an
+``UpdateItem`` that succeeded is billed on the item after it (``ALL_NEW``: the metadata item
+changes by a few bytes per write, so only a KB boundary crossed by a shrinking write is
+missed), and a ``ConditionCheck`` (or a transactional update) that passed is billed as a 1 KB
+item (the metadata item is a few hundred bytes unless its attributes are large, and at most
+``METADATA_OVERHEAD`` ~ 7.6 KB); a lost ``UpdateItem`` (nothing came back) counts 1 unit. Only
+the operations the store sends are sized.
 
 Cost when nothing is configured: each operation makes one check (are providers set?) -- about
 0.25 us -- and nothing else: the request hooks are installed on a client by the first operation
@@ -84,7 +59,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from contextvars import ContextVar
 from importlib import metadata as _metadata
-from types import TracebackType
+from types import SimpleNamespace, TracebackType
 from typing import Any, ParamSpec, TypeVar
 from weakref import WeakSet
 
@@ -115,19 +90,9 @@ R = TypeVar("R")
 
 SYSTEM = "aws.dynamodb"
 PREFIX = "sessionstore."
-#: The counts of one operation; each is a span attribute and a counter ``sessionstore.<name>``.
-COUNTS = (
-    "requests",
-    "attempts",
-    "conflicts",
-    "lost_responses",
-    "lost_responses_settled",
-    "throttles",
-    "write_units",
-    "read_units",
-)
+#: The counts of one operation (``Tally``) and their units; each is a span attribute and a
+#: counter ``sessionstore.<name>``.
 _UNITS = {
-    "operations": "{operation}",
     "requests": "{request}",
     "attempts": "{attempt}",
     "conflicts": "{conflict}",
@@ -137,6 +102,7 @@ _UNITS = {
     "write_units": "{WCU}",
     "read_units": "{RCU}",
 }
+COUNTS = tuple(_UNITS)
 _READS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"})
 _THROTTLES = frozenset(
     {"ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded"}
@@ -144,12 +110,7 @@ _THROTTLES = frozenset(
 _THROTTLE_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded"})
 _NEVER_SENT = (EndpointConnectionError, ConnectTimeoutError, ProxyConnectionError)
 #: Store errors that mean the store could not do its job (status ERROR); the others answer.
-_FAILURES: tuple[type[BaseException], ...] = (
-    Unavailable,
-    ConflictRetriesExhausted,
-    TableNotFound,
-    DynamoDBError,
-)
+_FAILURES = (Unavailable, ConflictRetriesExhausted, TableNotFound, DynamoDBError)
 _answers: tuple[type[BaseException], ...] = (SessionStoreError,)
 _PARAMS_KEY = "sessionstore.telemetry.params"
 
@@ -160,15 +121,18 @@ class Tally:
     __slots__ = (*COUNTS, "operations", "table")
 
     def __init__(self) -> None:
-        self.requests = 0
-        self.attempts = 0
-        self.conflicts = 0
-        self.lost_responses = 0
+        self.requests = 0  # API requests sent (``PutItem`` ...)
+        self.attempts = 0  # HTTP attempts, botocore's own retries included
+        self.conflicts = 0  # attempts refused by a concurrent writer and retried
+        self.lost_responses = 0  # write attempts whose answer was lost (timeout, 5xx)
+        # Of those, the ones whose write ended known: applied once, or provably not
+        # (``Unavailable(maybe_applied=True)`` settles none).
         self.lost_responses_settled = 0
+        # Throttled attempts (and throttled cancellations), those botocore retried included.
         self.throttles = 0
         self.write_units = 0
         self.read_units = 0.0
-        self.operations: list[str] = []
+        self.operations: list[str] = []  # the API names of the requests, in order
         self.table: str | None = None
 
     def settled_since(self, lost_before: int) -> None:
@@ -187,20 +151,16 @@ def current() -> Tally | None:
 # ---------------------------------------------------------------------------- providers
 
 
-def _version() -> str:
-    try:
-        return _metadata.version("sessionstore")
-    except _metadata.PackageNotFoundError:  # pragma: no cover - a source tree not installed
-        return "0+unknown"
-
-
 class _Signals:
     """Where spans and measurements go. With the global providers, the API's proxies (which
     follow a provider set later); ``pinned``: the providers given to ``configure``."""
 
     def __init__(self, tracer_provider: Any = None, meter_provider: Any = None) -> None:
         self.pinned = tracer_provider is not None or meter_provider is not None
-        version = _version()
+        try:
+            version = _metadata.version("sessionstore")
+        except _metadata.PackageNotFoundError:  # pragma: no cover - a source tree not installed
+            version = "0+unknown"
         self.tracer: Tracer = _trace.get_tracer(
             "sessionstore", version, tracer_provider=tracer_provider
         )
@@ -208,38 +168,29 @@ class _Signals:
         self.counters: dict[str, Counter] = {
             name: meter.create_counter(
                 PREFIX + name,
-                unit=_UNITS[name],
+                unit=unit,
                 description=f"sessionstore: {name.replace('_', ' ')} of store operations",
             )
-            for name in ("operations", *COUNTS)
+            for name, unit in {"operations": "{operation}", **_UNITS}.items()
         }
 
 
-class _Unknown:
-    """Stands for an API module whose provider global is not where expected: "set", so every
-    operation goes through the API's proxies (no-ops when nothing is configured, only slower)."""
-
-    _TRACER_PROVIDER = _METER_PROVIDER = True
-
-
-_trace_globals: Any = _Unknown
-_metrics_globals: Any = _Unknown
+# The API keeps each global provider in a module global, set once. The public
+# ``get_tracer_provider()`` costs an environment lookup (~1 us) exactly when nothing is
+# configured, so the check reads those globals. Where they are not where expected, they count
+# as set: every operation goes through the API's proxies (no-ops when nothing is configured,
+# only slower).
+_UNKNOWN = SimpleNamespace(_TRACER_PROVIDER=True, _METER_PROVIDER=True)
+_trace_globals: Any = _UNKNOWN
+_metrics_globals: Any = _UNKNOWN
+_signals: _Signals | None = None
 if _OTEL:
-    _signals: _Signals | None = _Signals()
-    # The API keeps each global provider in a module global, set once. The public
-    # ``get_tracer_provider()`` costs an environment lookup (~1 us) exactly when nothing is
-    # configured, so the check reads those globals.
+    _signals = _Signals()
     if hasattr(_trace, "_TRACER_PROVIDER"):
         _trace_globals = _trace
-    try:
-        from opentelemetry.metrics import _internal as _metrics_internal
-
-        if hasattr(_metrics_internal, "_METER_PROVIDER"):
-            _metrics_globals = _metrics_internal
-    except ImportError:  # pragma: no cover - another layout of the API
-        pass
-else:  # pragma: no cover
-    _signals = None
+    _metrics_internal = getattr(_metrics, "_internal", None)
+    if hasattr(_metrics_internal, "_METER_PROVIDER"):
+        _metrics_globals = _metrics_internal
 
 
 def configure(
@@ -274,7 +225,7 @@ _NOOP: AbstractContextManager[None] = nullcontext()
 class _Operation:
     """One operation's span and tally, current in this context while it runs."""
 
-    __slots__ = ("_context_token", "_name", "_span", "_tally_token", "tally")
+    __slots__ = ("_context_token", "_name", "_tally_token", "span", "tally")
 
     def __init__(
         self, name: str, session_id: str | None, tool_call_id: str | None, client: Any
@@ -288,19 +239,15 @@ class _Operation:
         if tool_call_id is not None:
             attributes[PREFIX + "tool_call_id"] = tool_call_id
         self._name = name
-        self._span: Span = _signals.tracer.start_span(
+        self.span: Span = _signals.tracer.start_span(
             PREFIX + name, kind=SpanKind.INTERNAL, attributes=attributes
         )
         self.tally = Tally()
 
     def __enter__(self) -> _Operation:
-        self._context_token = _otel_context.attach(_trace.set_span_in_context(self._span))
+        self._context_token = _otel_context.attach(_trace.set_span_in_context(self.span))
         self._tally_token = _TALLY.set(self.tally)
         return self
-
-    def session(self, session_id: str) -> None:
-        """The session id, learnt from the result (``create_session`` without one)."""
-        self._span.set_attribute(PREFIX + "session_id", session_id)
 
     def __exit__(
         self,
@@ -311,7 +258,7 @@ class _Operation:
         _TALLY.reset(self._tally_token)
         _otel_context.detach(self._context_token)
         tally = self.tally
-        span = self._span
+        span = self.span
         outcome, failed = _outcome(exc)
         if span.is_recording():
             attributes: dict[str, Any] = {PREFIX + name: getattr(tally, name) for name in COUNTS}
@@ -339,11 +286,7 @@ class _Operation:
 
 
 def operation(
-    name: str,
-    session_id: str | None = None,
-    tool_call_id: str | None = None,
-    *,
-    client: Any = None,
+    name: str, session_id: str | None = None, tool_call_id: str | None = None, *, client: Any = None
 ) -> AbstractContextManager[Any]:
     """``with operation("read_page", session_id, client=client):`` -- a span and a tally for
     the requests ``client`` sends inside; nothing (a shared no-op) when telemetry is off or
@@ -379,8 +322,10 @@ def traced(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
             client = getattr(args[0], "client", None) if args else None
             with _Operation(name, session_id, tool_call_id, client) as op:
                 result = fn(*args, **kwargs)
-                if session_id is None and isinstance(getattr(result, "session_id", None), str):
-                    op.session(result.session_id)  # type: ignore[attr-defined]
+                # ``create_session`` without an id: the session is learnt from the result.
+                learnt = getattr(result, "session_id", None)
+                if session_id is None and isinstance(learnt, str):
+                    op.span.set_attribute(PREFIX + "session_id", learnt)
             return result
 
         return wrapper
@@ -394,21 +339,18 @@ def count_as_answer(*errors: type[BaseException]) -> None:
     _answers = (*_answers, *errors)
 
 
-_SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
-_OUTCOMES: dict[type[BaseException], str] = {}
-
-
 def _outcome(exc: BaseException | None) -> tuple[str, bool]:
     """``(outcome, failed)``: what the operation answered, and whether that is an error."""
     if exc is None:
         return "ok", False
     if not isinstance(exc, _answers + _FAILURES):
         return "error", True
-    kind = type(exc)
-    name = _OUTCOMES.get(kind)
-    if name is None:
-        name = _OUTCOMES[kind] = _SNAKE.sub("_", kind.__name__).lower()
-    return name, isinstance(exc, _FAILURES)
+    return _snake_case(type(exc).__name__), isinstance(exc, _FAILURES)
+
+
+@functools.cache
+def _snake_case(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 # ---------------------------------------------------------------------------- request hooks
@@ -418,9 +360,8 @@ _INSTRUMENTED: WeakSet[Any] = WeakSet()
 
 
 def install_hooks(client: Any) -> None:
-    """Count requests and attempts and size them, on ``client`` (idempotent). Done by the first
-    operation measured on a client, so a process with telemetry off never runs them; once
-    installed, they read one context variable and return outside a measured operation."""
+    """Count requests and attempts and size them, on ``client`` (idempotent). Once installed,
+    they read one context variable and return outside a measured operation."""
     events = getattr(getattr(client, "meta", None), "events", None)
     if events is None:  # not a botocore client (a test double): nothing to hook
         return
@@ -467,18 +408,12 @@ def _on_attempt(
     name: str = getattr(operation, "name", "")
     write = name not in _READS
     params: dict[str, Any] = ((request_dict or {}).get("context") or {}).get(_PARAMS_KEY) or {}
-    if caught_exception is not None:
-        # A write that may have reached DynamoDB and was not heard back from: lost, and billed
-        # as if it landed. A read lost is only retried.
-        if write and not isinstance(caught_exception, _NEVER_SENT):
-            tally.lost_responses += 1
-            tally.write_units += _write_units(name, params, {}, None)
-        return
     http, parsed = response if response is not None else (None, None)
     status = getattr(http, "status_code", 0)
     parsed = parsed if isinstance(parsed, dict) else {}
-    if status >= 500:
-        if write:
+    if caught_exception is not None or status >= 500:
+        # A write that may have reached DynamoDB: lost. A read lost is only retried.
+        if write and not isinstance(caught_exception, _NEVER_SENT):
             tally.lost_responses += 1
             tally.write_units += _write_units(name, params, {}, None)
         return
@@ -523,8 +458,7 @@ def _write_units(
         for index, action in enumerate(params.get("TransactItems", ())):
             ((kind, body),) = action.items()
             old = reasons[index].get("Item") if reasons and index < len(reasons) else None
-            # Only a Put's item is known from the request; the others are sized from the item
-            # returned, else taken as at most 1 KB.
+            # Only a Put's item is known from the request.
             size = max(_size(body.get("Item")) if kind == "Put" else 0, _size(old))
             units += sizing.write_units(size, transactional=True)
         return units
