@@ -20,10 +20,8 @@ from ..client import connect
 from ..errors import SessionStoreError
 from ..store import SessionStore
 from .conformance import add_conformance_fixtures
-from .server import create_app, create_server
+from .server import _LOOPBACK, create_app, create_server
 from .sessions import DEFAULT_IDLE_SECONDS
-
-_LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 # What a wrong endpoint, table, credential or argument raises while starting: reported as one
 # line, because a traceback through boto3 buries the one sentence the operator needs.

@@ -1,42 +1,30 @@
 """The fixtures of the MCP conformance suite, served by the store-backed server.
 
-``@modelcontextprotocol/conformance`` (npm, pinned to 0.1.16 by ``make conformance``) is the
-protocol's own yardstick: ``conformance server --url URL`` connects with the TypeScript SDK's
-client (protocol 2025-11-25, an ``initialize`` handshake, streamable HTTP) and runs one scenario
-per feature. Its server scenarios call fixtures by name -- ``test_simple_text``,
-``test_prompt_with_arguments``, ``test://static-text`` ... -- and check what comes back. The
-names, arguments and payloads below are the ones its scenario descriptions and its reference
-server (``examples/servers/typescript/everything-server.ts``) give. ``python -m sessionstore.mcp
---conformance`` adds them to the demo server, so every request the suite sends goes through
-``SessionStoreExtension`` and the table: the suite then measures this package, not a bare SDK.
+``@modelcontextprotocol/conformance`` (npm, pinned by ``make conformance``) connects with the
+TypeScript SDK's client (protocol 2025-11-25, ``initialize`` handshake, streamable HTTP) and runs
+one scenario per feature, calling fixtures by name (``test_simple_text``, ``test://static-text``
+...). Names, arguments and payloads follow its scenarios and its reference server
+(``examples/servers/typescript/everything-server.ts``). ``python -m sessionstore.mcp
+--conformance`` adds them to the demo server, so the suite measures this package, not a bare SDK.
 
 What a stateless, multi-instance server cannot pass, whatever the store does:
 
 * ``tools-call-sampling``, ``tools-call-elicitation``, ``elicitation-sep1034-defaults``,
   ``elicitation-sep1330-enums`` -- each needs a server-to-client *request* in the middle of a
-  ``tools/call``. On the legacy (handshake) wire the client answers it with a new POST, which the
-  SDK can route back only to the in-memory transport that sent it; a stateless transport has no
-  such place and the SDK says so (``can_send_request=False``, ``NoBackChannelError``). Behind a
-  load balancer the answer could even reach another instance. The tools here refuse with a clear
-  ``isError`` result instead of hanging. The stateless way to ask the client is the 2026-07-28
-  multi-round-trip flow (``InputRequiredResult`` with a sealed ``requestState``), which this
-  suite version does not exercise.
-* Pending in the suite, not run by ``make conformance``: ``server-sse-polling`` (a tool that
-  closes its SSE stream and resumes it from an ``EventStore`` keyed by a live transport) and
-  ``json-schema-2020-12`` (a hand-written input schema, which ``MCPServer`` derives from the
-  function signature instead); neither fixture is registered.
+  ``tools/call``. On the legacy wire the client answers it with a new POST, which the SDK can
+  route back only to the in-memory transport that sent it (a stateless one has
+  ``can_send_request=False``); behind a load balancer it could even reach another instance. The
+  tools here refuse with a clear ``isError`` result instead of hanging. The stateless way to ask
+  is the 2026-07-28 multi-round-trip flow (``InputRequiredResult`` with a sealed
+  ``requestState``), which this suite version does not exercise.
+* Pending in the suite, not run: ``server-sse-polling`` (an SSE stream resumed from an
+  ``EventStore`` keyed by a live transport) and ``json-schema-2020-12`` (a hand-written input
+  schema; ``MCPServer`` derives it from the signature); neither fixture is registered.
 
 What passes only because the fixtures are static: ``resources/subscribe`` is accepted and
-forgotten. The watched resource never changes, so no ``notifications/resources/updated`` is ever
-owed; a resource that did change would need the subscription kept per session (the table) and a
-channel to the client, which the legacy stateless wire lacks (no GET stream) and the modern one
-offers as ``subscriptions/listen`` over a shared ``SubscriptionBus``. ``logging/setLevel`` is
-accepted and not kept: on handshake versions the SDK sends every level whatever was set, so
-there is nothing for an instance to remember.
-
-``MCPServer`` 2.3.0 has no public seam for ``logging/setLevel``, ``resources/(un)subscribe`` or a
-typed ``completion/complete`` handler (its ``completion()`` decorator is untyped), so those three
-are bound on the low-level server it wraps.
+forgotten (the watched resource never changes, so no update is ever owed; a changing one would
+need the subscription in the table and a channel to the client), and ``logging/setLevel`` is
+accepted and not kept (on handshake versions the SDK sends every level anyway).
 """
 
 from __future__ import annotations
@@ -64,6 +52,7 @@ from mcp_types import (
     EmptyResult,
     ImageContent,
     PromptReference,
+    RequestParams,
     SamplingCapability,
     SamplingMessage,
     SetLevelRequestParams,
@@ -101,17 +90,6 @@ Ctx = Context[Any, Any]
 # The suite's scenarios pause ~50 ms between notifications so that a client sees them arrive
 # one by one during the call, not batched with the result.
 _STEP_SECONDS = 0.05
-
-
-def add_conformance_fixtures(server: MCPServer) -> None:
-    """Register the suite's fixture tools, prompts, resources, templates and utility methods."""
-    _add_tools(server)
-    _add_resources(server)
-    _add_prompts(server)
-    _add_methods(server)
-
-
-# ----------------------------------------------------------------------------------- tools
 
 
 def _text(text: str) -> CallToolResult:
@@ -221,7 +199,7 @@ async def sampling(
     return _text(f"LLM response: {reply}")
 
 
-async def _elicit(ctx: Ctx, message: str, schema: dict[str, Any], label: str) -> str:
+async def _elicit(ctx: Ctx, message: str, schema: dict[str, Any], label: str) -> CallToolResult:
     _require_back_channel(
         ctx, "elicitation", ClientCapabilities(elicitation=ElicitationCapability())
     )
@@ -229,7 +207,7 @@ async def _elicit(ctx: Ctx, message: str, schema: dict[str, Any], label: str) ->
         result = await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
     except NoBackChannelError as exc:
         raise ToolError(f"elicitation is not possible on this connection: {exc}") from exc
-    return f"{label}: action={result.action}, content={json.dumps(result.content or {})}"
+    return _text(f"{label}: action={result.action}, content={json.dumps(result.content or {})}")
 
 
 _USER_SCHEMA: dict[str, Any] = {
@@ -310,31 +288,19 @@ async def elicitation(
     message: Annotated[str, Field(description="The message to show the user")], ctx: Context
 ) -> CallToolResult:
     """Tests server-initiated elicitation (user input request)."""
-    return _text(await _elicit(ctx, message, _USER_SCHEMA, "User response"))
+    return await _elicit(ctx, message, _USER_SCHEMA, "User response")
 
 
 async def elicitation_sep1034_defaults(ctx: Ctx) -> CallToolResult:
     """Tests elicitation with default values per SEP-1034."""
-    return _text(
-        await _elicit(
-            ctx,
-            "Please review and update the form fields with defaults",
-            _DEFAULTS_SCHEMA,
-            "Elicitation completed",
-        )
-    )
+    message = "Please review and update the form fields with defaults"
+    return await _elicit(ctx, message, _DEFAULTS_SCHEMA, "Elicitation completed")
 
 
 async def elicitation_sep1330_enums(ctx: Ctx) -> CallToolResult:
     """Tests elicitation with enum schema improvements per SEP-1330."""
-    return _text(
-        await _elicit(
-            ctx,
-            "Please select options from the enum fields",
-            _ENUMS_SCHEMA,
-            "Elicitation completed",
-        )
-    )
+    message = "Please select options from the enum fields"
+    return await _elicit(ctx, message, _ENUMS_SCHEMA, "Elicitation completed")
 
 
 _TOOLS: dict[str, Callable[..., Awaitable[CallToolResult]]] = {
@@ -353,16 +319,6 @@ _TOOLS: dict[str, Callable[..., Awaitable[CallToolResult]]] = {
 }
 #: Tool names, in the order the suite's scenarios use them.
 TOOLS = tuple(_TOOLS)
-
-
-def _add_tools(server: MCPServer) -> None:
-    # Registered under the suite's names; the functions drop the ``test_`` prefix so that no
-    # test runner mistakes them for tests.
-    for name, fn in _TOOLS.items():
-        server.add_tool(fn, name=name)
-
-
-# ------------------------------------------------------------------------------- resources
 
 
 def _add_resources(server: MCPServer) -> None:
@@ -407,9 +363,6 @@ def _add_resources(server: MCPServer) -> None:
     )
     async def watched() -> str:
         return WATCHED_TEXT
-
-
-# --------------------------------------------------------------------------------- prompts
 
 
 def _add_prompts(server: MCPServer) -> None:
@@ -459,24 +412,11 @@ def _add_prompts(server: MCPServer) -> None:
         return [UserMessage(_image()), UserMessage("Please analyze the image above.")]
 
 
-# --------------------------------------------------------------------------------- methods
-
 _COMPLETIONS = {"arg1": ["paris", "park", "party"], "arg2": ["hello", "world"]}
 
 
-async def _set_level(ctx: ServerRequestContext[Any], params: SetLevelRequestParams) -> EmptyResult:
-    # Nothing to keep: on handshake versions the SDK sends every level whatever was set.
-    return EmptyResult()
-
-
-async def _subscribe(ctx: ServerRequestContext[Any], params: SubscribeRequestParams) -> EmptyResult:
-    # Nothing to keep: the fixture resources never change, so no update is ever owed.
-    return EmptyResult()
-
-
-async def _unsubscribe(
-    ctx: ServerRequestContext[Any], params: UnsubscribeRequestParams
-) -> EmptyResult:
+async def _accept(ctx: ServerRequestContext[Any], params: RequestParams) -> EmptyResult:
+    # Accepted and not kept: the module docstring says why nothing needs remembering.
     return EmptyResult()
 
 
@@ -493,11 +433,18 @@ async def _complete(
     return CompleteResult(completion=Completion(values=values, total=len(values), has_more=False))
 
 
-def _add_methods(server: MCPServer) -> None:
+def add_conformance_fixtures(server: MCPServer) -> None:
+    """Register the suite's fixture tools, prompts, resources, templates and utility methods."""
+    # Registered under the suite's names; the functions drop the ``test_`` prefix so that no
+    # test runner mistakes them for tests.
+    for name, fn in _TOOLS.items():
+        server.add_tool(fn, name=name)
+    _add_resources(server)
+    _add_prompts(server)
     # No public MCPServer seam for these in 2.3.0; binding them here also advertises the
     # logging, resources.subscribe and completions capabilities the suite's client expects.
     lowlevel = server._lowlevel_server
-    lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, _set_level)
-    lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, _subscribe)
-    lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, _unsubscribe)
+    lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, _accept)
+    lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, _accept)
+    lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, _accept)
     lowlevel.add_request_handler("completion/complete", CompleteRequestParams, _complete)

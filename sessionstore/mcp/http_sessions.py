@@ -1,32 +1,26 @@
 """Legacy ``Mcp-Session-Id`` sessions kept in the table, for every unmodified client.
 
-A 2024-11-05 ... 2025-11-25 client already carries a session: the server mints
-``Mcp-Session-Id`` in its ``initialize`` answer, the client sends it on every later request and
-ends it with ``DELETE``. The SDK keeps it in one process's memory
-(``StreamableHTTPSessionManager._server_instances``): another instance, or the same one after a
-restart, answers 404. A *stateless* SDK transport ignores the header and starts every request
-ready, with the protocol version from ``MCP-Protocol-Version``. So this thin ASGI layer in front
-of the stateless app does the session part itself, on the store:
+A 2024-11-05 ... 2025-11-25 client gets ``Mcp-Session-Id`` in its ``initialize`` answer, sends it
+on every later request and ends it with ``DELETE``. The SDK keeps that session in one process's
+memory (``StreamableHTTPSessionManager._server_instances``): another instance, or the same one
+after a restart, answers 404; and a *stateless* SDK transport ignores the header. So this thin
+ASGI layer in front of the stateless app does the session part itself, on the store:
 
-* ``initialize`` (no id): the store session is created and activated (owner = the
-  authenticated principal; protocol version, client info and capabilities kept as its
-  attributes) and its id is added to the answer as ``Mcp-Session-Id``;
-* any later request with an id: one consistent ``GetItem``; missing, expired, not active or
-  another principal's -> HTTP 404 with a JSON-RPC error body (the transport spec's answer,
-  after which a client starts a new session); otherwise the session rides in the ASGI scope
-  (``SESSION_SCOPE_KEY``) to the tools/call interceptor, so ``current_session()`` works with no
-  ``_meta`` at all;
-* ``DELETE``: the store session is closed (``closing`` -> ``closed``);
-* ``GET`` (the standalone event stream): 405, as the transport spec allows a server that
-  offers none. Holding it open here would tie the client to one instance, and a stateless
-  transport has nothing to send on it.
+* ``initialize`` (no id): the store session is created and activated and its id is added to the
+  answer as ``Mcp-Session-Id``;
+* a later request with an id: one consistent ``GetItem``; missing, expired, not active or another
+  principal's -> HTTP 404 (the transport spec's answer, after which a client starts a new
+  session); otherwise the session rides in the ASGI scope (``SESSION_SCOPE_KEY``) to the
+  tools/call interceptor, so ``current_session()`` works with no ``_meta`` at all;
+* ``DELETE``: the store session is closed;
+* ``GET`` (the standalone event stream): 405, as the spec allows. Holding it open would tie the
+  client to one instance, and a stateless transport has nothing to send on it.
 
-``adopt_ids=True`` creates a session on first sight of an id the table does not know, for
-hosts in front (e.g. AgentCore Runtime) that mint ``Mcp-Session-Id`` themselves.
-
-Requests whose ``MCP-Protocol-Version`` is not a handshake version (2026-07-28 and later) have
-no session in the protocol; they pass through untouched. It sits inside the SDK's auth
-middleware (it wraps ``session_manager.asgi_app``), so the principal is known.
+``adopt_ids=True`` creates a session for an id the table does not know, for hosts in front (e.g.
+AgentCore Runtime) that mint ``Mcp-Session-Id`` themselves.
+Requests on a non-handshake ``MCP-Protocol-Version`` (2026-07-28+) have no session in the
+protocol and pass through untouched. The layer wraps ``session_manager.asgi_app``, inside the
+SDK's auth middleware, so the principal is known.
 """
 
 from __future__ import annotations
@@ -73,7 +67,7 @@ class LegacySessions:
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             await self.app(scope, receive, send)  # 2026-07-28+: sessionless by design
             return
-        raw_id = headers.get(SESSION_HEADER)
+        raw_id = headers[SESSION_HEADER].decode("latin-1") if SESSION_HEADER in headers else None
         method = scope["method"]
         if method == "GET":
             await _status(send, 405, "this server offers no standalone event stream", allow=True)
@@ -81,27 +75,25 @@ class LegacySessions:
         if method == "DELETE":
             await self._delete(raw_id, send)
             return
-        if method != "POST" or raw_id is None:
-            if method == "POST":
-                body, receive = await _buffer(receive)
-                if body is None:
-                    await _status(send, 413, "request body too large")
-                    return
-                initialize = _initialize_params(body)
-                if initialize is not None:
-                    await self._initialize(scope, receive, send, initialize)
-                    return
-            await self.app(scope, receive, send)
-            return
-        try:
-            session = await self._check(raw_id)
-        except Unavailable as exc:  # the store, not the session: the client may retry
-            await _status(send, 503, f"session store unavailable: {exc}")
-            return
-        if session is None:
-            await _status(send, 404, "Session not found")
-            return
-        scope[SESSION_SCOPE_KEY] = session
+        if method == "POST" and raw_id is None:
+            body, receive = await _buffer(receive)
+            if body is None:
+                await _status(send, 413, "request body too large")
+                return
+            initialize = _initialize_params(body)
+            if initialize is not None:
+                await self._initialize(scope, receive, send, initialize)
+                return
+        elif method == "POST" and raw_id is not None:
+            try:
+                session = await self._check(raw_id)
+            except Unavailable as exc:  # the store, not the session: the client may retry
+                await _status(send, 503, f"session store unavailable: {exc}")
+                return
+            if session is None:
+                await _status(send, 404, "Session not found")
+                return
+            scope[SESSION_SCOPE_KEY] = session
         await self.app(scope, receive, send)
 
     async def _initialize(
@@ -141,21 +133,20 @@ class LegacySessions:
             client.get("name") if isinstance(client, dict) else None,
         )
 
-    async def _check(self, raw_id: bytes) -> Session | None:
+    async def _check(self, raw_id: str) -> Session | None:
         try:
-            session_id = validate_id(raw_id.decode("latin-1"), "Mcp-Session-Id")
-            session = await self.extension.session_for_request(session_id)
+            session_id = validate_id(raw_id, "Mcp-Session-Id")
+            return await self.extension.session_for_request(session_id)
         except SessionNotFound:
-            if not self.adopt_ids:
-                logger.info("request for unknown session %s: 404", raw_id[:64].decode("latin-1"))
-                return None
-            return await self._adopt(raw_id.decode("latin-1"))
+            if self.adopt_ids:
+                return await self._adopt(raw_id)
+            logger.info("request for unknown session %s: 404", raw_id[:64])
+            return None
         except Unavailable:
             raise
         except SessionStoreError as exc:  # expired, not active, malformed id
             logger.info("request refused with 404: %s", exc)
             return None
-        return session
 
     async def _adopt(self, session_id: str) -> Session | None:
         try:
@@ -172,12 +163,12 @@ class LegacySessions:
         logger.info("session %s adopted from the platform in front", session_id)
         return session
 
-    async def _delete(self, raw_id: bytes | None, send: Send) -> None:
+    async def _delete(self, raw_id: str | None, send: Send) -> None:
         if raw_id is None:
             await _status(send, 400, "DELETE needs an Mcp-Session-Id")
             return
         try:
-            session_id = validate_id(raw_id.decode("latin-1"), "Mcp-Session-Id")
+            session_id = validate_id(raw_id, "Mcp-Session-Id")
             closed = await self.extension.end_session(session_id)
         except Unavailable as exc:
             await _status(send, 503, f"session store unavailable: {exc}")
@@ -198,7 +189,7 @@ def _initialize_params(body: bytes) -> dict[str, Any] | None:
         return None
     if not isinstance(message, dict) or message.get("method") != "initialize":
         return None
-    if "id" not in message:
+    if "id" not in message:  # a notification
         return None
     params = message.get("params")
     return params if isinstance(params, dict) else {}

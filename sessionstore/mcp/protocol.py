@@ -1,16 +1,10 @@
 """The wire contract between a client and a store-backed server: keys, methods, error codes.
 
-Everything here is plain data so a client can depend on it without the server side.
-
-* ``_meta`` keys (reverse-DNS, as MCP asks of non-reserved keys):
-  ``io.sessionstore/session-id`` on every request that acts in a session (``tools/call``, close),
-  ``io.sessionstore/tool-call-id`` on every ``tools/call``: the client's idempotency key, the
-  same on every delivery of one call, unique per call within the session.
-* Methods, served through an ``Extension`` on both protocol generations:
-  ``io.sessionstore/session/open`` (params ``ttlSeconds``; result ``sessionId``, ``status``,
-  ``expiresAt``) and ``io.sessionstore/session/close`` (the session from ``_meta``).
-* Errors: JSON-RPC errors in the implementation-defined range, one code per meaning, with
-  ``data.reason`` spelled out, so a client never has to parse a message.
+Everything here is plain data so a client can depend on it without the server side. ``_meta``
+keys are reverse-DNS, as MCP asks of non-reserved keys. The methods are served through an
+``Extension`` on both protocol generations. Errors are JSON-RPC errors in the
+implementation-defined range, one code per meaning, with ``data.reason`` spelled out, so a client
+never has to parse a message.
 """
 
 from __future__ import annotations
@@ -20,7 +14,10 @@ from typing import Annotated, Final
 from mcp_types import RequestParams, Result
 from pydantic import BaseModel, Field
 
+#: On every request that acts in a session (``tools/call``, close).
 SESSION_ID_KEY: Final = "io.sessionstore/session-id"
+#: On every ``tools/call``: the client's idempotency key, the same on every delivery of one call,
+#: unique per call within the session.
 TOOL_CALL_ID_KEY: Final = "io.sessionstore/tool-call-id"
 #: Set to true in the ``_meta`` of a result served from the record instead of a new execution.
 REPLAYED_KEY: Final = "io.sessionstore/replayed"

@@ -1,21 +1,12 @@
 """A store-backed MCP server that any instance can serve, and the demo tools.
 
 Why the SDK's own sessions cannot be used: a legacy (2024-11-05 ... 2025-11-25) streamable-HTTP
-session lives in process memory -- ``StreamableHTTPSessionManager._handle_stateful_request``
-(``mcp/server/streamable_http_manager.py``) looks the ``Mcp-Session-Id`` up in
-``self._server_instances`` and answers 404 "Session not found" for any id that process did not
-create, and there is no hook to supply an external store (``EventStore`` only replays messages
-inside a live transport). The modern protocol (2026-07-28) has no session at all.
-
-So the server runs the SDK *stateless* (``stateless_http=True``: a fresh transport per request,
-any instance can serve any request of either protocol) and keeps the application session in the
-table, opened and closed through the store's lifecycle and named by the client in ``_meta``
-(``SessionStoreExtension``). ``requestState`` tokens (multi-round-trip) are sealed with keys from
-configuration (``RequestStateSecurity(keys=...)``), so they verify on every instance too.
-
-``RunningServer`` serves an app in-process on a socket bound to 127.0.0.1 (port 0 by default):
-what the tests and the notebook use, since ``MCPServer.run()`` cannot start inside a running
-event loop.
+session lives in one process's memory (``http_sessions`` says where), with no hook to supply an
+external store (``EventStore`` only replays messages inside a live transport); the modern
+protocol (2026-07-28) has no session at all. So the server runs the SDK *stateless*
+(``stateless_http=True``: any instance serves any request of either protocol) and keeps the
+application session in the table (``SessionStoreExtension``). ``requestState`` tokens
+(multi-round-trip) are sealed with keys from configuration, so they verify on every instance too.
 """
 
 from __future__ import annotations
@@ -28,7 +19,6 @@ import operator
 import os
 import socket
 from collections.abc import Callable, Sequence
-from types import TracebackType
 from typing import Any
 
 import uvicorn
@@ -51,13 +41,11 @@ from .tool_session import current_session
 
 #: Comma-separated secrets (newest first) that seal ``requestState`` on every instance.
 STATE_KEYS_ENV = "SESSIONSTORE_MCP_STATE_KEYS"
+#: The SDK's rule for a ``RequestStateSecurity`` key.
+MIN_STATE_KEY_BYTES = 32
 _LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 logger = logging.getLogger(__name__)
-
-
-#: The SDK's rule for a ``RequestStateSecurity`` key.
-MIN_STATE_KEY_BYTES = 32
 
 
 def request_state_security(
@@ -69,8 +57,7 @@ def request_state_security(
     source = "state_keys"
     if keys is None:
         source = STATE_KEYS_ENV
-        configured = os.environ.get(STATE_KEYS_ENV, "")
-        keys = [k for k in (part.strip() for part in configured.split(",")) if k]
+        keys = [k.strip() for k in os.environ.get(STATE_KEYS_ENV, "").split(",") if k.strip()]
     if not keys:
         logger.info(
             "requestState is sealed with a process-local key: one instance only (set %s, "
@@ -244,25 +231,20 @@ def create_app(
     extension = SessionStoreExtension.attached_to(server)
     if extension is not None:
         http_sessions.install(server.session_manager, extension, adopt_ids=adopt_session_ids)
-    _quiet_stateless_transport_logs()
+    # addFilter skips a filter already there, so creating many apps adds it once.
+    logging.getLogger("mcp.server.streamable_http").addFilter(_drop_sessionless_termination)
     return app
 
 
-class _DropSessionlessTermination(logging.Filter):
+def _drop_sessionless_termination(record: logging.LogRecord) -> bool:
     # A stateless transport ends after every request and logs "Terminating session: None":
     # noise that reads like a session being lost. Our layer logs sessions in the store's terms.
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.getMessage() != "Terminating session: None"
-
-
-def _quiet_stateless_transport_logs() -> None:
-    transport_logger = logging.getLogger("mcp.server.streamable_http")
-    if not any(isinstance(f, _DropSessionlessTermination) for f in transport_logger.filters):
-        transport_logger.addFilter(_DropSessionlessTermination())
+    return record.getMessage() != "Terminating session: None"
 
 
 class RunningServer:
-    """An ASGI app served by uvicorn in this event loop, on a socket bound to loopback.
+    """An ASGI app served by uvicorn in this event loop, on a socket bound to loopback (what
+    the tests and notebooks use: ``MCPServer.run()`` cannot start inside a running loop).
 
     ``async with RunningServer(app) as running: running.url`` -- port 0 picks a free one.
     """
@@ -314,10 +296,5 @@ class RunningServer:
     async def __aenter__(self) -> RunningServer:
         return await self.start()
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.stop()
