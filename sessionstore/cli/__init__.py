@@ -1,31 +1,9 @@
 """``python -m sessionstore`` (console script ``sessionstore``): sessions from a shell.
 
-    sessionstore [--endpoint-url URL] [--table NAME] [--region REGION] COMMAND ...
-
-    show SESSION_ID [--owner O] [--json]           metadata, context and tool-call history
-    context SESSION_ID [--owner O] [--after SEQ] [--limit N] [--json]
-    history SESSION_ID [--owner O] [--after TOOL_CALL_ID|TIME] [--limit N] [--json]
-    create-table [--json]                          create the table if missing
-    engine [--port P] [--host 127.0.0.1]           the embedded DynamoDB, until Ctrl-C / SIGTERM
-
-The endpoint follows ``sessionstore.connect()``: ``--endpoint-url``, else
-``SESSIONSTORE_ENDPOINT_URL`` (``aws`` = real DynamoDB), else ``AWS_ENDPOINT_URL_DYNAMODB``,
-else an embedded engine started in this process -- empty, so point the CLI at a running one
-(``sessionstore engine`` prints the line to export). The global options may also follow the
-command.
-
-Reads page lazily: rows are printed as the store's iterators yield them, and ``--limit`` stops
-the reading. Text output is aligned tables, messages and inputs cut to the terminal width
-(``COLUMNS``); ``--json`` writes one JSON document for ``show`` and JSON Lines for ``context``
-and ``history``, nothing cut. ``history --after`` takes a tool-call id (the records after it)
-or a UTC time such as ``2026-01-01T12:00:00Z`` (those recorded later); the store has no start
-key for the history, so the records before it are read and skipped.
-
-One module per command (``show``, ``context``, ``history``, ``create_table``, ``engine``), so
-that each reads on its own: it registers its subparser and runs it. What they share is in
-``common`` (exit codes, ``Failure``, argument types), ``target`` (the endpoint, the store, and
-DynamoDB's errors as one line and an exit code) and ``output`` (JSON, text tables). This module
-is the entry point: the parser, ``main``, and the care of stdout.
+The commands, their options and the endpoint rules (those of ``sessionstore.connect()``) are in
+``--help``; one module per command registers its subparser and runs it. This module is the entry
+point: the parser, ``main``, and the care of stdout. Reads page lazily: rows are printed as the
+store's iterators yield them, and ``--limit`` stops the reading.
 
 Exit codes:
   0    success
@@ -46,8 +24,8 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import IO
+from collections.abc import Sequence
+from typing import Any
 
 from . import context, create_table, engine, history, show
 from .common import (
@@ -78,29 +56,23 @@ __all__ = [
     "main",
 ]
 
-_EPILOG = "Exit codes:" + (__doc__ or "").split("Exit codes:", 1)[-1]
-
 
 def build_parser() -> argparse.ArgumentParser:
+    shared: dict[str, Any] = {
+        "epilog": "Exit codes:" + (__doc__ or "").split("Exit codes:", 1)[-1],
+        "formatter_class": argparse.RawDescriptionHelpFormatter,
+    }
     parser = Parser(
         prog=PROG,
         description="Look at sessionstore sessions, create the table, run the embedded engine. "
         "Also: python -m sessionstore.",
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **shared,
     )
     connection_options(parser, top=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def command(name: str, help: str) -> argparse.ArgumentParser:
-        sub: argparse.ArgumentParser = commands.add_parser(
-            name,
-            help=help,
-            description=help,
-            epilog=_EPILOG,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
-        return sub
+        return commands.add_parser(name, help=help, description=help, **shared)
 
     # In this order in --help.
     for module in (show, context, history, create_table, engine):
@@ -110,41 +82,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; the exit code (module docstring)."""
-    _safe_stdout()
+    for stream in (sys.stdout, sys.stderr):
+        # Stored text in any encoding the terminal cannot show comes out escaped, not as a crash.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     try:
         args = build_parser().parse_args(argv)
-        run: Callable[[argparse.Namespace], int] = args.run
-        return run(args)
+        args.run(args)
+        return EXIT_OK
     except Failure as failure:
-        return _fail(failure.code, failure.message)
+        with contextlib.suppress(OSError, ValueError):  # BrokenPipeError is an OSError
+            sys.stdout.flush()
+        print(f"{PROG}: error: {one_line(failure.message)}", file=sys.stderr, flush=True)
+        return failure.code
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (``| head``): nothing more to say, and nothing to flush at exit.
-        _silence_stdout()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
         return EXIT_OK
-
-
-def _fail(code: int, message: str) -> int:
-    _flush_quietly(sys.stdout)
-    print(f"{PROG}: error: {one_line(message)}", file=sys.stderr, flush=True)
-    return code
-
-
-def _safe_stdout() -> None:
-    """Stored text in any encoding the terminal cannot show comes out escaped, not as a crash."""
-    for stream in (sys.stdout, sys.stderr):
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            reconfigure(errors="backslashreplace")
-
-
-def _flush_quietly(stream: IO[str]) -> None:
-    with contextlib.suppress(OSError, ValueError):  # BrokenPipeError is an OSError
-        stream.flush()
-
-
-def _silence_stdout() -> None:
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)

@@ -1,8 +1,7 @@
 """What every command shares: the exit codes, ``Failure``, and the argument parsing.
 
-Kept apart from the commands so that each command module reads on its own: it registers its
-subparser with the helpers here and ends a run by raising ``Failure`` (``main`` turns it into
-the one error line and the exit code).
+A command registers its subparser with the helpers here and ends a failed run by raising
+``Failure``, which ``main`` turns into the one error line and the exit code.
 """
 
 from __future__ import annotations
@@ -10,7 +9,7 @@ from __future__ import annotations
 import argparse
 import inspect
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from ..store import SessionStore
 
@@ -24,8 +23,7 @@ EXIT_INTERRUPTED = 130
 #: The store's own default table name, so the two cannot drift apart.
 DEFAULT_TABLE: str = str(inspect.signature(SessionStore).parameters["table_name"].default)
 
-#: ``command(name, help)``: a new subparser, given to each command module's ``register`` by
-#: ``build_parser`` (which alone holds the subparsers and the shared epilog).
+#: ``command(name, help)``: a new subparser, what ``build_parser`` gives each ``register``.
 Command = Callable[[str, str], argparse.ArgumentParser]
 
 
@@ -66,24 +64,22 @@ positive = integer("a positive integer", 1)
 def connection_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
     # On the subcommands too (``show X --table t``); there a default would overwrite the value
     # given before the command, so they set nothing unless given.
-    def default(value: Any) -> Any:
-        return value if top else argparse.SUPPRESS
-
+    unset = None if top else argparse.SUPPRESS
     parser.add_argument(
         "--endpoint-url",
-        default=default(None),
+        default=unset,
         metavar="URL",
         help="DynamoDB endpoint, or 'aws' (default: SESSIONSTORE_ENDPOINT_URL, then "
         "AWS_ENDPOINT_URL_DYNAMODB, then an embedded engine in this process)",
     )
     parser.add_argument(
         "--table",
-        default=default(DEFAULT_TABLE),
+        default=DEFAULT_TABLE if top else unset,
         metavar="NAME",
         help=f"table name (default {DEFAULT_TABLE!r})",
     )
     parser.add_argument(
-        "--region", default=default(None), help="AWS region (default: the AWS configuration)"
+        "--region", default=unset, help="AWS region (default: the AWS configuration)"
     )
 
 

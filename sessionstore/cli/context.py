@@ -12,9 +12,9 @@ from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from ..store import SessionStore
-from .common import EXIT_OK, Command, integer, positive, session_arguments
-from .output import Table, compact, terminal_width, write_lines
-from .target import DYNAMODB_ERRORS, Target
+from .common import Command, integer, positive, session_arguments
+from .output import compact, terminal_width, write_lines, write_table
+from .target import Target
 
 _seq = integer("a seq (an integer >= 0)", 0)
 
@@ -30,18 +30,14 @@ def register(command: Command) -> None:
     context.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    target = Target(args)
-    try:
+def run(args: argparse.Namespace) -> None:
+    with Target(args) as target:
         rows = messages(target.store, args.session_id, args.owner, args.after)
         rows = itertools.islice(rows, args.limit)
         if args.json:
             write_lines(sys.stdout, ({"seq": seq, "message": m} for seq, m in rows))
         else:
             write_context(sys.stdout, rows, terminal_width())
-        return EXIT_OK
-    except DYNAMODB_ERRORS as exc:
-        raise target.failure(exc) from None
 
 
 def messages(
@@ -56,7 +52,5 @@ def messages(
 
 
 def write_context(out: IO[str], rows: Iterable[tuple[int, Any]], width: int) -> None:
-    table = Table(out, ("seq", "message"), right=(0,), width=width)
-    for seq, message in rows:
-        table.add((str(seq), compact(message)))
-    table.close()
+    cells = ((str(seq), compact(message)) for seq, message in rows)
+    write_table(out, ("seq", "message"), cells, right=(0,), width=width)

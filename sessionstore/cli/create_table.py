@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import EXIT_OK, PROG, Command, connection_options
+from .common import PROG, Command, connection_options
 from .output import dumps
-from .target import DYNAMODB_ERRORS, Target
+from .target import Target
 
 
 def register(command: Command) -> None:
@@ -21,12 +21,9 @@ def register(command: Command) -> None:
     create.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    target = Target(args)
-    try:
+def run(args: argparse.Namespace) -> None:
+    with Target(args) as target:
         created = target.store.create_table()
-    except DYNAMODB_ERRORS as exc:
-        raise target.failure(exc) from None
     if args.json:
         document = {"table": target.table, "endpoint": target.where, "created": created}
         sys.stdout.write(dumps(document) + "\n")
@@ -39,4 +36,3 @@ def run(args: argparse.Namespace) -> int:
             "engine, gone when it exits",
             file=sys.stderr,
         )
-    return EXIT_OK

@@ -1,9 +1,9 @@
 """``sessionstore engine``: the embedded DynamoDB on loopback, until Ctrl-C or SIGTERM.
 
 For several processes or notebooks to share one engine: its first stdout line is
-``SESSIONSTORE_ENDPOINT_URL=...`` for a parent process to read. It talks to no table, so it
-needs none of the connection options. ``..local`` is imported when the engine runs, so the
-other commands never load it.
+``SESSIONSTORE_ENDPOINT_URL=...`` for a parent process to read (the rest, for people, is on
+stderr). It talks to no table, so it takes no connection options; ``..local`` is imported when
+the engine runs, so the other commands never load it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import socket
 import sys
 import threading
 
-from .common import EXIT_OK, EXIT_USAGE, PROG, Command, Failure, integer
+from .common import EXIT_USAGE, PROG, Command, Failure, integer
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _port = integer("a port (0-65535)", 0, 65535)
@@ -35,7 +35,7 @@ def register(command: Command) -> None:
     engine.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> None:
     from ..local import LocalDynamoDB
 
     host: str = args.host
@@ -49,8 +49,6 @@ def run(args: argparse.Namespace) -> int:
         raise Failure(EXIT_USAGE, f"the embedded engine did not start: {exc}") from None
     try:
         url = f"http://{f'[{host}]' if ':' in host else host}:{engine.port}"
-        # The first line is machine-readable (a parent process waits for it); the rest is
-        # for people, on stderr.
         print(f"SESSIONSTORE_ENDPOINT_URL={url}", flush=True)
         print(
             f"{PROG}: embedded DynamoDB at {url} until Ctrl-C or SIGTERM; elsewhere:\n"
@@ -61,7 +59,6 @@ def run(args: argparse.Namespace) -> int:
         stopped.wait()
     finally:
         engine.stop()
-    return EXIT_OK
 
 
 def _check_port_free(host: str, port: int) -> None:

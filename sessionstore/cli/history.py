@@ -16,17 +16,9 @@ from typing import IO, Any
 
 from ..clock import format_timestamp, parse_timestamp
 from ..models import ToolCallRecord
-from .common import (
-    EXIT_NOT_FOUND,
-    EXIT_OK,
-    EXIT_USAGE,
-    Command,
-    Failure,
-    positive,
-    session_arguments,
-)
-from .output import Table, compact, terminal_width, write_lines
-from .target import DYNAMODB_ERRORS, Target
+from .common import EXIT_NOT_FOUND, EXIT_USAGE, Command, Failure, positive, session_arguments
+from .output import compact, terminal_width, write_lines, write_table
+from .target import Target
 
 _TIME_PREFIX = re.compile(r"\d{4}-\d{2}-\d{2}T")
 
@@ -45,22 +37,20 @@ def register(command: Command) -> None:
     history.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    target = Target(args)
+def run(args: argparse.Namespace) -> None:
     after: str | None = args.after
-    stamp = _as_time(after) if after is not None else None
-    try:
+    with Target(args) as target:
+        stamp = _as_time(after) if after is not None else None
         records = target.store.tool_calls(args.session_id, owner=args.owner)
-        if after is not None:
-            records = _records_after(records, after, stamp, args.session_id)
+        if stamp is not None:
+            records = (r for r in records if r.recorded_at > stamp)
+        elif after is not None:
+            records = _records_after(records, after, args.session_id)
         records = itertools.islice(records, args.limit)
         if args.json:
             write_lines(sys.stdout, (record_json(r) for r in records))
         else:
             write_history(sys.stdout, records, terminal_width())
-        return EXIT_OK
-    except DYNAMODB_ERRORS as exc:
-        raise target.failure(exc) from None
 
 
 def _as_time(text: str) -> str | None:
@@ -74,11 +64,8 @@ def _as_time(text: str) -> str | None:
 
 
 def _records_after(
-    records: Iterable[ToolCallRecord], after: str, stamp: str | None, session_id: str
+    records: Iterable[ToolCallRecord], after: str, session_id: str
 ) -> Iterator[ToolCallRecord]:
-    if stamp is not None:
-        yield from (r for r in records if r.recorded_at > stamp)
-        return
     found = False
     for record in records:
         if found:
@@ -106,18 +93,17 @@ def record_json(record: ToolCallRecord) -> dict[str, Any]:
 
 def write_history(out: IO[str], records: Iterable[ToolCallRecord], width: int) -> None:
     headers = ("recordedAt", "toolCallId", "toolName", "duration", "isError", "input")
-    table = Table(out, headers, right=(3,), width=width)
-    for record in records:
-        output = record.output
-        is_error = output.get("isError") if isinstance(output, dict) else None
-        table.add(
-            (
-                record.recorded_at,
-                record.tool_call_id,
-                record.tool_name,
-                f"{record.duration_ms} ms",
-                "-" if is_error is None else compact(is_error),
-                compact(record.input),
-            )
-        )
-    table.close()
+    write_table(out, headers, map(_history_row, records), right=(3,), width=width)
+
+
+def _history_row(record: ToolCallRecord) -> tuple[str, ...]:
+    output = record.output
+    is_error = output.get("isError") if isinstance(output, dict) else None
+    return (
+        record.recorded_at,
+        record.tool_call_id,
+        record.tool_name,
+        f"{record.duration_ms} ms",
+        "-" if is_error is None else compact(is_error),
+        compact(record.input),
+    )

@@ -1,13 +1,13 @@
 """How the commands print: JSON, and text cut to the terminal without letting stored text drive it.
 
-Shared by every command that prints rows or fields, so ``show`` and ``context``/``history`` lay
-out the same data the same way. Text output is aligned tables (``Table``) and ``key  value``
-fields, with control characters escaped (``printable``) and the last column cut to the
-terminal width (``COLUMNS``); JSON is never cut.
+Text output is aligned tables (``write_table``) and ``key  value`` fields, with control
+characters escaped (``printable``) and the last column cut to the terminal width (``COLUMNS``);
+JSON is never cut.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from collections.abc import Iterable, Sequence
@@ -17,8 +17,6 @@ from typing import IO, Any
 #: Rows a table holds back to size its columns (a Query page brings at least this many).
 _SIZING_ROWS = 100
 _MIN_LAST_COLUMN = 20
-
-# ---------------------------------------------------------------------------- JSON
 
 
 def dumps(value: Any) -> str:
@@ -35,9 +33,6 @@ def write_lines(out: IO[str], values: Iterable[Any]) -> None:
         out.write(json.dumps(value, separators=(",", ":")) + "\n")
 
 
-# ---------------------------------------------------------------------------- text
-
-
 def write_fields(out: IO[str], fields: list[tuple[str, str]], width: int) -> None:
     key_width = max(len(key) for key, _ in fields)
     for key, value in fields:
@@ -45,60 +40,31 @@ def write_fields(out: IO[str], fields: list[tuple[str, str]], width: int) -> Non
         out.write(clip(line, width) + "\n")
 
 
-class Table:
+def write_table(
+    out: IO[str],
+    headers: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    *,
+    right: Sequence[int],
+    width: int,
+) -> None:
     """Plain-text columns, written as rows come: the first ``_SIZING_ROWS`` rows are held back
     to size the columns, which only widen after that. The last column is cut to ``width``."""
-
-    def __init__(
-        self, out: IO[str], headers: Sequence[str], *, right: Sequence[int], width: int
-    ) -> None:
-        self._out = out
-        self._headers = tuple(headers)
-        self._right = frozenset(right)
-        self._width = width
-        self._held: list[tuple[str, ...]] | None = []
-        self._widths = [len(h) for h in headers]
-        self._rows = 0
-
-    def add(self, row: Sequence[str]) -> None:
-        cells = tuple(printable(cell) for cell in row)
-        self._rows += 1
-        if self._held is not None:
-            self._held.append(cells)
-            if len(self._held) >= _SIZING_ROWS:
-                self._release()
-            return
-        self._line(cells)
-
-    def close(self) -> None:
-        if self._held is not None:
-            if not self._held:
-                self._out.write("  (none)\n")
-                self._held = None
-                return
-            self._release()
-
-    def _release(self) -> None:
-        held, self._held = self._held or [], None
-        for cells in held:
-            self._widen(cells)
-        self._line(self._headers)
-        for cells in held:
-            self._line(cells)
-
-    def _widen(self, cells: Sequence[str]) -> None:
-        for i, cell in enumerate(cells[:-1]):
-            self._widths[i] = max(self._widths[i], len(cell))
-
-    def _line(self, cells: Sequence[str]) -> None:
-        self._widen(cells)
+    cells = (tuple(printable(cell) for cell in row) for row in rows)
+    held = list(itertools.islice(cells, _SIZING_ROWS))
+    if not held:
+        out.write("  (none)\n")
+        return
+    columns = range(len(headers) - 1)  # all but the last, which is cut instead
+    widths = [max(len(row[i]) for row in [headers, *held]) for i in columns]
+    for row in itertools.chain([headers], held, cells):
+        widths = [max(widths[i], len(row[i])) for i in columns]
         parts = [
-            cell.rjust(w) if i in self._right else cell.ljust(w)
-            for i, (cell, w) in enumerate(zip(cells[:-1], self._widths, strict=False))
+            row[i].rjust(widths[i]) if i in right else row[i].ljust(widths[i]) for i in columns
         ]
-        used = sum(len(p) + 2 for p in parts)
-        last = clip(cells[-1], max(self._width - used, _MIN_LAST_COLUMN))
-        self._out.write("  ".join([*parts, last]).rstrip() + "\n")
+        used = sum(len(part) + 2 for part in parts)
+        last = clip(row[-1], max(width - used, _MIN_LAST_COLUMN))
+        out.write("  ".join([*parts, last]).rstrip() + "\n")
 
 
 def compact(value: Any) -> str:

@@ -1,8 +1,8 @@
 """``sessionstore show SESSION_ID``: a session's metadata, then its context and tool-call history.
 
-The context and history are printed as ``context`` and ``history`` print them (their modules'
-writers); what is ``show``'s own is the metadata, as ``key  value`` fields or one JSON
-document, and what it says of an expired session: its id and ttl, all the store tells of it.
+The context and history are printed by the ``context`` and ``history`` modules' writers; what is
+``show``'s own is the metadata, and what it says of an expired session: its id and ttl, all the
+store tells of it.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from typing import IO, Any
 from ..clock import SystemClock
 from ..errors import SessionExpired
 from ..models import Session
-from .common import EXIT_OK, Command, session_arguments
+from .common import Command, session_arguments
 from .context import messages, write_context
 from .history import record_json, write_history
 from .output import dumps, span, terminal_width, utc, write_array, write_fields
-from .target import DYNAMODB_ERRORS, Target
+from .target import Target
 
 
 def register(command: Command) -> None:
@@ -28,11 +28,10 @@ def register(command: Command) -> None:
     show.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    target = Target(args)
-    store, sid, owner = target.store, args.session_id, args.owner
-    out = sys.stdout
-    try:
+def run(args: argparse.Namespace) -> None:
+    out, sid, owner = sys.stdout, args.session_id, args.owner
+    with Target(args) as target:
+        store = target.store
         try:
             session = store.get_session(sid, owner=owner)
         except SessionExpired as exc:
@@ -41,23 +40,18 @@ def run(args: argparse.Namespace) -> int:
         now_s = SystemClock().now_ms() // 1000
         if args.json:
             out.write(f'{{"session": {dumps(_session_json(session, now_s))}, "context": [')
-            write_array(
-                out,
-                ({"seq": seq, "message": m} for seq, m in messages(store, sid, owner, None)),
-            )
+            context = messages(store, sid, owner, None)
+            write_array(out, ({"seq": seq, "message": m} for seq, m in context))
             out.write('], "toolCalls": [')
             write_array(out, (record_json(r) for r in store.tool_calls(sid, owner=owner)))
             out.write("]}\n")
-            return EXIT_OK
+            return
         width = terminal_width()
         write_fields(out, _session_fields(session, now_s), width)
         out.write("\ncontext:\n")
         write_context(out, messages(store, sid, owner, None), width)
         out.write("\ntool calls:\n")
         write_history(out, store.tool_calls(sid, owner=owner), width)
-        return EXIT_OK
-    except DYNAMODB_ERRORS as exc:
-        raise target.failure(exc) from None
 
 
 def _session_json(session: Session, now_s: int) -> dict[str, Any]:
@@ -114,9 +108,7 @@ def _session_fields(session: Session, now_s: int) -> list[tuple[str, str]]:
         fields.append(
             ("idle", f"{session.idle_seconds} s: expires {utc(session.expires_at)}  {idle_when}")
         )
-    fields += [
-        ("messages", f"{session.message_count}  ({session.context_bytes} bytes)"),
-    ]
+    fields.append(("messages", f"{session.message_count}  ({session.context_bytes} bytes)"))
     raw = session.attributes.raw
     if not raw:
         fields.append(("attributes", "-"))

@@ -1,8 +1,8 @@
 """Where a command talks to: the endpoint, the store, and every error from DynamoDB as one line.
 
 One place for this so that the commands cannot disagree about an endpoint or an exit code: a
-command builds a ``Target``, and whatever talking to DynamoDB raises (``DYNAMODB_ERRORS``)
-goes through ``Target.failure`` -- not found (1), usage or configuration (2), unavailable (3).
+command talks to DynamoDB inside ``with Target(args) as target:``, which turns whatever that
+raises into a ``Failure`` -- not found (1), usage or configuration (2), unavailable (3).
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ from ..store import SessionStore
 from .common import EXIT_NOT_FOUND, EXIT_UNAVAILABLE, EXIT_USAGE, PROG, Failure
 from .output import utc
 
-_THROTTLES = frozenset(
+#: Throttling, then server errors: DynamoDB unavailable (3).
+_UNAVAILABLE_CODES = frozenset(
     {"ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded"}
+    | {"InternalServerError", "ServiceUnavailable", "InternalFailure"}
 )
-_SERVER_ERRORS = frozenset({"InternalServerError", "ServiceUnavailable", "InternalFailure"})
 
 #: What talking to DynamoDB may raise: all of it becomes one line and an exit code.
 DYNAMODB_ERRORS = (SessionStoreError, ClientError, BotoCoreError, TimeoutError)
@@ -57,6 +58,13 @@ class Target:
         self.where = aws if endpoint == "aws" else str(client.meta.endpoint_url)
         self.store = SessionStore(client, self.table, clock=SystemClock())
 
+    def __enter__(self) -> Target:
+        return self
+
+    def __exit__(self, _type: object, exc: object, _traceback: object) -> None:
+        if isinstance(exc, DYNAMODB_ERRORS):
+            raise self.failure(exc) from None
+
     def failure(self, exc: BaseException) -> Failure:
         """The one line and the exit code for an error raised while talking to DynamoDB."""
         if isinstance(exc, SessionExpired):
@@ -75,9 +83,8 @@ class Target:
         if isinstance(exc, SessionStoreError):
             return Failure(EXIT_USAGE, f"{type(exc).__name__}: {exc}")
         if isinstance(exc, ClientError):
-            code = _client_code(exc)
-            unavailable = code in _THROTTLES or code in _SERVER_ERRORS
-            return Failure(EXIT_UNAVAILABLE if unavailable else EXIT_USAGE, _describe(exc))
+            code = EXIT_UNAVAILABLE if _client_code(exc) in _UNAVAILABLE_CODES else EXIT_USAGE
+            return Failure(code, _describe(exc))
         if isinstance(exc, BotoConnectionError | HTTPClientError | TimeoutError):
             return Failure(EXIT_UNAVAILABLE, f"DynamoDB at {self.where}: {_describe(exc)}")
         return Failure(EXIT_USAGE, f"DynamoDB at {self.where}: {_describe(exc)}")
