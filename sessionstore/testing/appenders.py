@@ -14,7 +14,6 @@ import json
 import sys
 import time
 from collections.abc import Iterable
-from typing import Any
 
 from ..client import connect
 from ..codec import JSON
@@ -71,8 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("the embedded engine only: --endpoint must be on loopback")
     store = SessionStore(connect(args.endpoint), args.table)
     acked = append_all(store, args.session, args.writer, args.appends, args.deadline)
-    out: dict[str, Any] = {"writer": args.writer, "acked": acked}
-    json.dump(out, sys.stdout)
+    json.dump({"writer": args.writer, "acked": acked}, sys.stdout)
     return 0
 
 

@@ -54,14 +54,9 @@ _TRANSACTION_FAULTS = {
     Fault.TRANSACTION_THROTTLED: ("ThrottlingError", "Throughput exceeds the current capacity"),
 }
 _READS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"})
-
-
+_THROTTLED = (400, "ThrottlingException", "Rate of requests exceeds the allowed throughput.")
 _ERROR_BODIES = {
-    Fault.THROTTLE: (
-        400,
-        "ThrottlingException",
-        "Rate of requests exceeds the allowed throughput.",
-    ),
+    Fault.THROTTLE: _THROTTLED,
     Fault.THROTTLE_PROVISIONED: (
         400,
         "ProvisionedThroughputExceededException",
@@ -73,11 +68,7 @@ _ERROR_BODIES = {
         "TransactionConflictException",
         "Transaction is ongoing for the item",
     ),
-    Fault.TRANSACTION_THROTTLED: (
-        400,
-        "ThrottlingException",
-        "Rate of requests exceeds the allowed throughput.",
-    ),
+    Fault.TRANSACTION_THROTTLED: _THROTTLED,
 }
 
 

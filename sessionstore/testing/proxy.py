@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 
 import anyio
 import httpx2
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from ..errors import InvalidInput
 
@@ -84,13 +84,6 @@ class RoundRobinProxy:
             checked.append(backend.rstrip("/"))
         self._backends = checked
 
-    def _next_backend(self) -> str | None:
-        if not self._backends:
-            return None
-        backend = self._backends[self._turn % len(self._backends)]
-        self._turn += 1
-        return backend
-
     def _http(self) -> httpx2.AsyncClient:
         # Made on first use, in the serving event loop; made again if served after aclose().
         if self._client is None:
@@ -136,10 +129,11 @@ class RoundRobinProxy:
             if not message.get("more_body", False):
                 break
         method: str = scope["method"]
-        backend = self._next_backend()
-        if backend is None:
+        if not self._backends:
             await _answer(send, 503, "no backend to send the request to")
             return
+        backend = self._backends[self._turn % len(self._backends)]
+        self._turn += 1
         self.counts[backend] += 1
         self.log.append((method, backend))
 
@@ -209,13 +203,9 @@ def _forwarded(
 
 async def _answer(send: Send, status: int, text: str) -> None:
     body = f"{status} {text}\n".encode()
-    start: Message = {
-        "type": "http.response.start",
-        "status": status,
-        "headers": [
-            (b"content-type", b"text/plain; charset=utf-8"),
-            (b"content-length", str(len(body)).encode()),
-        ],
-    }
-    await send(start)
+    headers = [
+        (b"content-type", b"text/plain; charset=utf-8"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})

@@ -116,15 +116,11 @@ def thread_race(
     setup_item(client, table, key)
     events: list[tuple[float, int, str]] = []
     results: list[tuple[int, int]] = []
-    lock = threading.Lock()
     t0 = time.monotonic()
 
     def run(i: int) -> None:
-        out = worker(
-            client, table, key, i, per_worker, events=events if record_events else None, t0=t0
-        )
-        with lock:
-            results.append(out)
+        log = events if record_events else None
+        results.append(worker(client, table, key, i, per_worker, events=log, t0=t0))
 
     pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
     for t in pool:

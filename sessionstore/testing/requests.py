@@ -20,8 +20,7 @@ class RequestLog:
         self._attached = False
 
     def _on_send(self, request: Any, **kwargs: Any) -> None:
-        event_name: str = kwargs.get("event_name", "")
-        operation = event_name.rsplit(".", 1)[-1]
+        operation = kwargs.get("event_name", "").rsplit(".", 1)[-1]
         with self._lock:
             self.operations.append(operation)
 

@@ -1,42 +1,29 @@
 """A bounded concurrency soak: many workers, a few shared sessions, every acknowledgement audited.
 
 Each worker (a thread sharing a store, or a process with its own) first tries to create every
-shared session, then runs a seeded random mix of ``transition``, ``update_status``,
-``append_context``, ``record_tool_call`` (tool_call_ids drawn from a small shared pool, so the
-same id is recorded by several workers at once), ``get_session`` and ``load``. It logs one event
-per call: what it asked, what it was acknowledged (the returned Session or record) or which error
-it got, and whether a lost response was injected into that very call (``ambiguous``: the write
-may have landed although the call raised).
+shared session, then runs a seeded random mix of store calls (``OPS``; tool_call_ids come from a
+small shared pool, so several workers record the same id at once). It logs one event per call:
+what it asked, what it was acknowledged or which error it got, its start and end (``t0``, ``t1``,
+on the store's clock), and whether a lost response was injected into that very call
+(``ambiguous``: the write may have landed although the call raised).
 
-``audit(events, items, contexts=...)`` then compares the acknowledgements with the table (a
-full Scan) and with each session's context as the store's read API returns it
-(``read_contexts``: ``SessionStore.context``, read once the in-flight window of any hole an
-interrupted append left has passed):
+``audit`` then compares the acknowledgements with the table (a full Scan) and with each
+session's context as ``read_contexts`` returns it:
 
 * every acknowledged append's messages are in the context exactly once, contiguously, and no
-  message of a definitely-refused append is there (losses, duplicates, phantoms); an append
-  that said ``maybe_applied=False`` stored nothing;
-* each worker's appends are in the context in the order the worker made them;
-* the context read equals the page items' messages in key order; the seqs reserved
-  (``messageCount``) and not stored are holes left by appends that raised ``Unavailable``;
-* every context a ``load`` showed during the run is a prefix of the final one;
-* ``version == 1 + appends that reserved + status changes``; status changes are counted from
-  the statuses the session is known to have held (the lifecycle is acyclic, so each status is
-  entered at most once);
-* exactly one item per tool_call_id, keyed ``tool#<id>`` and recorded; the history is the
-  union of the acknowledged ids; every acknowledged call returned the stored record;
-* no forbidden move: what each worker observed, in its own program order, only moves forward
-  in the lifecycle, and the final status is reachable from every status acknowledged to anyone.
-
-Idle sessions (``SoakPlan.idle_sessions``: the last ones of ``session_ids``, created with
-``idle_seconds``) are used by every worker until ``idle_quiet_s`` into its run and then left
-alone; once they have been idle for longer than their timeout, each worker writes to each of
-them again (an append, a tool record, a transition), which must be refused as
-``SessionExpired``. The audit checks from the events' times (``t0`` before the call, ``t1``
-after it, on the store's clock) that no write was acknowledged on an idle-expired session: an
-acknowledged write must have started before the latest idle deadline any write that may have
-landed before it could have set (``_audit_idle``). Their contexts are read even once they have
-expired (``read_contexts``).
+  message of a definitely-refused append is there; an append that said ``maybe_applied=False``
+  stored nothing; each worker's appends are in the order it made them;
+* the context read equals the page items' messages in key order; the seqs reserved and not
+  stored are holes left by appends that raised ``Unavailable``;
+* every context a ``load`` showed is a prefix of the final one;
+* ``version == 1 + appends that reserved + status changes`` (the lifecycle is acyclic, so each
+  status is entered at most once);
+* exactly one recorded ``tool#<id>`` item per tool_call_id, the union of the acknowledged ids,
+  each as acknowledged;
+* no forbidden move, in what each worker observed or in the final status;
+* no write acknowledged on a session idle past its timeout (``_audit_idle``). The idle sessions
+  (the last ``SoakPlan.idle_sessions`` of ``session_ids``) are left alone after
+  ``idle_quiet_s``, then written to again by every worker, which must be refused.
 
 Loops are bounded in count *and* time. ``python -m sessionstore.testing.soak`` runs one worker
 process: it prints ``ready``, waits for a line on stdin, runs, and prints its report as JSON.
@@ -55,6 +42,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
@@ -161,9 +149,9 @@ def context_digest(ids: Sequence[str]) -> str:
 
 
 def read_contexts(store: Any, session_ids: Iterable[str]) -> dict[str, list[str]]:
-    """Each session's context through ``store.context`` -- as message ids, in order; sessions
-    that do not exist (or expired) are left out. ``store``'s clock should be past the in-flight
-    window (``pages.IN_FLIGHT_S``) of the last append, so a hole an interrupted append left is
+    """Each session's context through ``store.context``, as message ids; sessions that do not
+    exist are left out. ``store``'s clock should be past the in-flight window
+    (``context.IN_FLIGHT_S``) of the last append, so a hole an interrupted append left is
     skipped rather than read as an append still in flight."""
     out: dict[str, list[str]] = {}
     for sid in session_ids:
@@ -187,19 +175,11 @@ def _expired_context(store: Any, sid: str) -> Iterable[JSON]:
     return [json.loads(text) for _, text in texts]
 
 
-def _session_fields(session: Session) -> dict[str, Any]:
-    return {"version": session.version, "status": session.status.value}
+_RECORD_FIELDS = ("tool_call_id", "tool_name", "input", "output", "duration_ms", "recorded_at")
 
 
 def _record_fields(record: ToolCallRecord) -> dict[str, Any]:
-    return {
-        "tool_call_id": record.tool_call_id,
-        "tool_name": record.tool_name,
-        "input": record.input,
-        "output": record.output,
-        "duration_ms": record.duration_ms,
-        "recorded_at": record.recorded_at,
-    }
+    return {name: getattr(record, name) for name in _RECORD_FIELDS}
 
 
 def run_worker(
@@ -220,17 +200,17 @@ def run_worker(
     stop = time.monotonic() + plan.deadline_s
     started = time.monotonic()
 
-    def call(op: str, sid: str, fn: Any, *args: Any, **info: Any) -> Any:
+    def call(op: str, sid: str, fn: Any, *args: Any, **info: Any) -> None:
         lost_before = injector.injected_in_thread()[Fault.LOST_RESPONSE] if injector else 0
         event: dict[str, Any] = {"op": op, "sid": sid, "seq": len(events), **info}
         result: Any = None
         event["t0"] = store.clock.now_ms()
         try:
             result = fn(*args)
-            event["ok"] = True
-        except SessionStoreError as exc:
-            event["ok"] = False
+        except Exception as exc:
             event["error"] = type(exc).__name__
+            if not isinstance(exc, SessionStoreError):  # the soak counts these; there must be none
+                event["untyped"] = repr(exc)[:500]
             if isinstance(exc, InvalidTransition | SessionNotActive):
                 event["current"] = exc.current.value
             if isinstance(exc, VersionConflict):
@@ -241,27 +221,27 @@ def run_worker(
                 event["message"] = str(exc)[:300]
             if isinstance(exc, ToolCallConflict) and exc.stored is not None:
                 event["stored"] = _record_fields(exc.stored)
-        except Exception as exc:  # the soak counts these; there must be none
-            event["ok"] = False
-            event["error"] = type(exc).__name__
-            event["untyped"] = repr(exc)[:500]
+        event["ok"] = "error" not in event
         event["t1"] = store.clock.now_ms()
         if injector is not None:
             lost = injector.injected_in_thread()[Fault.LOST_RESPONSE] - lost_before
             event["ambiguous"] = lost > 0
+        if isinstance(result, Loaded):
+            event["records"] = [r.tool_call_id for r in result.tool_calls]
+            # What the load showed, compactly: the final context must start with it.
+            event["context_len"] = len(result.context)
+            event["context_digest"] = context_digest(_message_ids(result.context))
+            result = result.session
         if isinstance(result, Session):
-            event.update(_session_fields(result))
+            event.update(version=result.version, status=result.status.value)
         elif isinstance(result, ToolCallRecord):
             event["record"] = _record_fields(result)
-        elif isinstance(result, Loaded):
-            session, context, records = result
-            event.update(_session_fields(session))
-            event["records"] = [r.tool_call_id for r in records]
-            # What the load showed, compactly: the final context must start with it.
-            event["context_len"] = len(context)
-            event["context_digest"] = context_digest(_message_ids(context))
         events.append(event)
-        return result
+
+    def record(sid: str, n: int, variant: str | None) -> None:
+        payload = tool_payload(sid, n, variant)
+        fn = partial(store.record_tool_call, sid, **payload)
+        call("record_tool_call", sid, fn, tool_call_id=payload["tool_call_id"], variant=variant)
 
     order = list(plan.session_ids)
     rng.shuffle(order)
@@ -270,31 +250,8 @@ def run_worker(
         if time.monotonic() > stop:
             break
         idle = plan.idle_seconds if sid in idle_ids else None
-        call(
-            "create_session",
-            sid,
-            lambda s, idle=idle: store.create_session(s, idle_seconds=idle),
-            sid,
-        )
+        call("create_session", sid, partial(store.create_session, sid, idle_seconds=idle))
 
-    def record(sid: str, p: dict[str, Any], variant: str | None, **info: Any) -> None:
-        call(
-            "record_tool_call",
-            sid,
-            store.record_tool_call,
-            sid,
-            p["tool_call_id"],
-            p["tool_name"],
-            p["input"],
-            p["output"],
-            p["duration_ms"],
-            tool_call_id=p["tool_call_id"],
-            variant=variant,
-            **info,
-        )
-
-    names = list(OPS)
-    weights = [OPS[n] for n in names]
     fixed_ids = [s for s in plan.session_ids if s not in idle_ids] or list(plan.session_ids)
     for i in range(plan.ops):
         if time.monotonic() > stop:
@@ -302,7 +259,7 @@ def run_worker(
         sid = rng.choice(plan.session_ids)
         if sid in idle_ids and time.monotonic() - started >= plan.idle_quiet_s:
             sid = rng.choice(fixed_ids)  # the idle sessions are left alone from now on
-        op = rng.choices(names, weights)[0]
+        op = rng.choices(list(OPS), list(OPS.values()))[0]
         late = (  # by count, or by time when the deadline is what ends the run
             i >= plan.ops * plan.close_after
             or time.monotonic() - started >= plan.deadline_s * plan.close_after
@@ -321,12 +278,9 @@ def run_worker(
             call(op, sid, store.append_context, sid, messages, msgs=[m["m"] for m in messages])
         elif op == "record_tool_call":
             n = rng.randrange(plan.tool_ids)
-            variant = worker if rng.random() < plan.conflicting_payloads else None
-            record(sid, tool_payload(sid, n, variant), variant)
-        elif op == "get_session":
-            call(op, sid, store.get_session, sid)
-        else:
-            call(op, sid, store.load, sid)
+            record(sid, n, worker if rng.random() < plan.conflicting_payloads else None)
+        else:  # get_session, load
+            call(op, sid, getattr(store, op), sid)
 
     if idle_ids:
         # Back once every idle session has had no write for longer than its timeout (plus a
@@ -334,25 +288,10 @@ def run_worker(
         back = plan.idle_quiet_s + plan.idle_seconds + 1.5
         time.sleep(max(0.0, back - (time.monotonic() - started)))
         for sid in sorted(idle_ids):
-            call(
-                "append_context",
-                sid,
-                store.append_context,
-                sid,
-                [{"m": f"{worker}/back"}],
-                msgs=[f"{worker}/back"],
-                late=True,
-            )
-            record(sid, tool_payload(sid, 0), None, late=True)
-            call(
-                "transition",
-                sid,
-                store.transition,
-                sid,
-                Status.CLOSED,
-                to=Status.CLOSED.value,
-                late=True,
-            )
+            back_id = f"{worker}/back"
+            call("append_context", sid, store.append_context, sid, [{"m": back_id}], msgs=[back_id])
+            record(sid, 0, None)
+            call("transition", sid, store.transition, sid, Status.CLOSED, to=Status.CLOSED.value)
 
     report: dict[str, Any] = {
         "worker": worker,
@@ -399,22 +338,17 @@ class SoakResult:
     violations: list[str] = field(default_factory=list)
 
     def figures(self) -> dict[str, Any]:
-        out = {k: v for k, v in vars(self).items() if not isinstance(v, Counter | list)}
+        out = {
+            k: dict(sorted(v.items())) if isinstance(v, Counter) else v
+            for k, v in vars(self).items()
+        }
         out["violations"] = len(self.violations)
-        for key in ("errors", "by_operation", "faults", "unavailable"):
-            out[key] = dict(sorted(getattr(self, key).items()))
-        out["final_status"] = dict(self.final_status)
-        out["final_version"] = dict(self.final_version)
         return out
 
     def __str__(self) -> str:
         lines = [f"soak: {json.dumps(self.figures(), sort_keys=True)}"]
         lines += [f"  VIOLATION: {v}" for v in self.violations[:50]]
         return "\n".join(lines)
-
-
-def _python(item: dict[str, Any]) -> dict[str, Any]:
-    return {k: _DESER.deserialize(v) for k, v in item.items()}
 
 
 def audit(
@@ -435,7 +369,7 @@ def audit(
     records: dict[str, list[dict[str, Any]]] = defaultdict(list)
     pages: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for raw in items:
-        item = _python(raw)
+        item = {k: _DESER.deserialize(v) for k, v in raw.items()}
         sid = str(item["pk"]).removeprefix("session#")
         sk = str(item["sk"])
         if sk == "metadata":
@@ -502,6 +436,18 @@ def _landed_despite_error(event: dict[str, Any], what: str, result: SoakResult) 
         )
 
 
+def _unacknowledged(
+    tries: list[dict[str, Any]], what: str, unsent: str, result: SoakResult
+) -> None:
+    """A write in the table that no call acknowledged: one of the failed ``tries`` landed."""
+    if not tries:
+        result.phantoms += 1
+        result.violations.append(unsent)
+        return
+    landed = [e for e in tries if _may_have_landed(e)] or tries
+    _landed_despite_error(landed[0], what, result)
+
+
 def _check_program_order(report: dict[str, Any], bad: list[str], result: SoakResult) -> None:
     """A worker's own observations of one session never move backwards (versions, statuses)."""
     last: dict[str, tuple[int, Status]] = {}
@@ -544,12 +490,8 @@ def _audit_session(
         result.duplicates += len(acked_creates) - 1
         bad.append(f"{sid}: creation acknowledged {len(acked_creates)} times")
     if not acked_creates:
-        landed = [e for e in creates if _may_have_landed(e)] or creates[:1]
-        if landed:
-            _landed_despite_error(landed[0], f"{sid}: create", result)
-        else:
-            result.phantoms += 1
-            bad.append(f"{sid}: exists but nobody tried to create it")
+        unsent = f"{sid}: exists but nobody tried to create it"
+        _unacknowledged(creates, f"{sid}: create", unsent, result)
 
     _audit_idle(sid, item, events, result)
     final = Status(item["status"])
@@ -561,16 +503,14 @@ def _audit_session(
     # each batch contiguous, each worker's in its order
     if read is None:
         bad.append(f"{sid}: exists but its context could not be read")
-        read = []
-    context = list(read)
+    context = list(read or [])
     in_pages = [str(json.loads(text)["m"]) for page in pages for text in page.get("messages", [])]
     if context != in_pages:
         bad.append(f"{sid}: the context read ({len(context)}) is not the pages' ({len(in_pages)})")
     reserved = int(item.get("messageCount", 0))
     holes = reserved - len(in_pages)
     result.stored_messages += len(context)
-    counts = Counter(context)
-    dupes = sum(n - 1 for n in counts.values())
+    dupes = len(context) - len(set(context))
     if dupes:
         result.duplicates += dupes
         bad.append(f"{sid}: {dupes} duplicated context messages")
@@ -646,34 +586,24 @@ def _audit_session(
         tool_id = e["tool_call_id"]
         if e["ok"]:
             acked_ids.add(tool_id)
-            stored = by_id.get(tool_id)
-            if not stored:
+            stored = _stored_fields(by_id.get(tool_id))
+            if stored is None:
                 result.losses += 1
                 bad.append(f"{sid}: acknowledged tool call {tool_id} has no record")
-                continue
-            want = _stored_fields(stored[0])
-            if e["record"] != want:
+            elif e["record"] != stored:
                 result.record_mismatches += 1
-                bad.append(f"{sid}: {tool_id} acknowledged as {e['record']}, stored {want}")
-        else:
-            failed[tool_id].append(e)
-        if not e["ok"] and e["error"] == "ToolCallConflict":
-            stored = by_id.get(tool_id)
+                bad.append(f"{sid}: {tool_id} acknowledged as {e['record']}, stored {stored}")
+            continue
+        failed[tool_id].append(e)
+        if e["error"] == "ToolCallConflict":
+            stored = _stored_fields(by_id.get(tool_id))
             sent = tool_payload(sid, int(tool_id.rsplit("-", 1)[1]), e.get("variant"))
-            if not stored or (
-                _stored_fields(stored[0])["output"] == sent["output"]
-                and _stored_fields(stored[0])["input"] == sent["input"]
-            ):
+            if stored is None or all(stored[k] == sent[k] for k in ("input", "output")):
                 result.record_mismatches += 1
                 bad.append(f"{sid}: ToolCallConflict for {tool_id} with the stored payload")
     for tool_id in sorted(set(by_id) - acked_ids):
-        tries = failed.get(tool_id, [])
-        landed = [e for e in tries if _may_have_landed(e)] or tries[:1]
-        if landed:
-            _landed_despite_error(landed[0], f"{sid}: tool call {tool_id}", result)
-        else:
-            result.phantoms += 1
-            bad.append(f"{sid}: record {tool_id} that nobody sent")
+        unsent = f"{sid}: record {tool_id} that nobody sent"
+        _unacknowledged(failed[tool_id], f"{sid}: tool call {tool_id}", unsent, result)
 
     # ---- lifecycle: statuses held, reachability, version accounting
     held = {Status.INITIALIZING, final}
@@ -759,7 +689,11 @@ def _audit_idle(
             )
 
 
-def _stored_fields(item: dict[str, Any]) -> dict[str, Any]:
+def _stored_fields(items: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+    """The first stored record of a tool call as ``_record_fields`` shows a record, if any."""
+    if not items:
+        return None
+    item = items[0]
     return {
         "tool_call_id": item["toolCallId"],
         "tool_name": item["toolName"],
@@ -790,20 +724,13 @@ def run_threads(
     threads: int,
     *,
     injector: FaultInjector | None = None,
-    prefix: str = "t",
-    barrier: threading.Barrier | None = None,
 ) -> list[dict[str, Any]]:
     """``threads`` workers sharing ``store`` (and its client); joined with a timeout.
     The shared injector's totals are not in the reports: pass them to ``audit``."""
     reports: list[dict[str, Any]] = []
-    lock = threading.Lock()
 
     def work(n: int) -> None:
-        if barrier is not None:
-            barrier.wait(timeout=plan.deadline_s)
-        report = run_worker(store, plan, f"{prefix}{n}", injector=injector, report_faults=False)
-        with lock:
-            reports.append(report)
+        reports.append(run_worker(store, plan, f"t{n}", injector=injector, report_faults=False))
 
     pool = [threading.Thread(target=work, args=(n,), daemon=True) for n in range(threads)]
     for t in pool:
