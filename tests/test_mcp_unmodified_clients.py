@@ -401,6 +401,43 @@ def test_a_multi_round_trip_tool_runs_each_round_once_behind_its_claim(
     assert rounds == [None, "round-1"]  # the tool saw its own state, not the claim around it
 
 
+def test_a_later_round_on_a_session_closed_since_is_refused_unrun(
+    engine: LocalDynamoDB, table: str
+) -> None:
+    """Review: a later round carried its claim and ran without checking the session again."""
+    rounds: list[str | None] = []
+    instances: Instances
+
+    def tools(server: MCPServer) -> None:
+        @server.tool()
+        async def two_rounds(
+            ctx: Context, session_id: SessionHandle = None, idempotency_key: IdempotencyKey = None
+        ) -> str | InputRequiredResult:
+            """Closes its own session between the rounds."""
+            rounds.append(ctx.request_state)
+            if ctx.request_state is None:
+                store = instances.stores[0]
+                store.begin_close(current_session().session_id)
+                store.close(current_session().session_id)
+                return InputRequiredResult(request_state="round-1")
+            return f"finished after {ctx.request_state}"
+
+    instances = Instances(engine, table, tools=tools)
+
+    async def main() -> None:
+        async with instances.running() as a, Client(a.url) as client:
+            opened = await client.call_tool("open_session", {})
+            sid = opened.structured_content["session_id"]
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("two_rounds", {"session_id": sid, "idempotency_key": "k"})
+            assert "closed" in str(refused.value)
+        assert instances.stores[0].get_session(sid).status is ss.Status.CLOSED
+        assert [r.tool_call_id for r in instances.stores[0].load(sid).tool_calls] == []
+
+    _run(main)
+    assert rounds == [None]  # the second round never ran
+
+
 def test_adopted_ids_405_on_get_and_delete_of_an_unknown_id(
     engine: LocalDynamoDB, table: str
 ) -> None:

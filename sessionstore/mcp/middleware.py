@@ -225,6 +225,10 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
         ttl = 0
         try:
             if claimed is not None:
+                # The session may have closed or expired since the first round: check again.
+                session = route.checked or await self.session_for_request(session_id)
+                if not claimed.ttl:  # sealed by a release that did not seal the ttl
+                    claimed = replace(claimed, ttl=session.ttl)
                 route = replace(route, tool_call_id=claimed.tool_call_id)
             elif route.harmless:
                 # Refuse before the tool runs; no claim, since running it twice changes nothing.

@@ -23,17 +23,13 @@ def suspend(result: InputRequiredResult, claimed: claims.Claim | None) -> InputR
     principal, for the same tool and arguments."""
     if claimed is None:
         return result  # nothing claimed (a harmless tool): the rounds just run
-    state = json.dumps(
-        {
-            _ROUND_KEY: {
-                "sessionId": claimed.session_id,
-                "toolCallId": claimed.tool_call_id,
-                "token": claimed.token,
-                "ttl": claimed.ttl,
-            },
-            "state": result.request_state,
-        }
-    )
+    sealed = {
+        "sessionId": claimed.session_id,
+        "toolCallId": claimed.tool_call_id,
+        "token": claimed.token,
+        "ttl": claimed.ttl,
+    }
+    state = json.dumps({_ROUND_KEY: sealed, "state": result.request_state})
     return result.model_copy(update={"request_state": state})
 
 
@@ -61,5 +57,5 @@ def resume(
         fingerprint=claims.call_fingerprint(params.name, arguments),
         token=str(sealed["token"]),
         lease_until_ms=None,
-        ttl=int(sealed["ttl"]),
+        ttl=int(sealed.get("ttl", 0)),  # 0: not sealed (an earlier release); the caller reads it
     )
