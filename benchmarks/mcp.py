@@ -59,6 +59,7 @@ from mcp_types import ToolAnnotations
 
 import sessionstore as ss
 from sessionstore import sizing
+from sessionstore.attributes import ATTRIBUTES_MAX_BYTES
 from sessionstore.local import LocalDynamoDB
 from sessionstore.mcp import RunningServer, SessionCalls, create_app, create_server, open_session
 from sessionstore.mcp import server as mcp_server
@@ -85,6 +86,7 @@ PREVIOUS_RELEASE = {
     "repeat": (3, 1, 4, 2.0, "1 TransactWriteItems (refused claim) + 2 GetItem"),
     "annotated": (1, 1, 6, 0.0, "1 TransactWriteItems (check + guard + record)"),
     "record_tool_call": (1, 1, 6, 0.0, "1 TransactWriteItems (check + guard + record)"),
+    "heavy": (2, 2, 26, 0.0, "2 TransactWriteItems, each checking a 4 KiB metadata item"),
 }
 # Median ms per fresh call, bare and store-backed, by that release's own benchmarks/mcp.py
 # (--calls 100): as its README states it, and re-run on the 2-core machine of this benchmark.
@@ -98,7 +100,10 @@ WAYS = {
     "repeat": "repeat of a finished call",
     "annotated": "annotated call (readOnlyHint)",
     "record_tool_call": "SessionStore.record_tool_call",
+    "heavy": "fresh call, 4 KiB of attributes",
 }
+#: The most attributes a session may have: the map's bytes are 3 + name + JSON text (+2 quotes) + 1.
+HEAVY = {"clientCapabilities": "x" * (ATTRIBUTES_MAX_BYTES - 3 - 18 - 2 - 1)}
 
 
 class RequestTimer:
@@ -295,7 +300,8 @@ async def measure(calls: int, metered: int, endpoint_url: str) -> dict[str, Any]
 
     ways = {name: Way() for name in ("bare", "fresh", "repeat", "bare annotated", "annotated")}
     ways["record_tool_call"] = Way()
-    sent: dict[str, list[str]] = {"fresh": [], "repeat": [], "annotated": []}  # tool-call ids
+    ways["heavy"] = Way()
+    sent: dict[str, list[str]] = {"fresh": [], "repeat": [], "annotated": [], "heavy": []}
     errors: Counter[str] = Counter()
     log = RequestLog(client)
     timer = RequestTimer(client)
@@ -361,6 +367,19 @@ async def measure(calls: int, metered: int, endpoint_url: str) -> dict[str, Any]
                     await store_call("repeat", "calculate", i, f"m{i}")
                 with meter.call(ways["annotated"], timed=False):
                     await store_call("annotated", "evaluate", i, f"n{i}")
+        # A session with the most attributes it may have: the calls should not pay for them.
+        heavy = store.create_session(ttl_seconds=3600, attributes=HEAVY)
+        store.activate(heavy.session_id)
+        heavy_calls = SessionCalls(backed_client, heavy.session_id)
+        with units:
+            for i in range(metered + 1):  # the first warms the instance (it learns the ttl)
+                with meter.call(ways["heavy"] if i else Way(), timed=False):
+                    result = await heavy_calls.call(
+                        "calculate", {"expression": f"{i} + 1"}, tool_call_id=f"h{i}"
+                    )
+                sent["heavy"].append(f"h{i}")
+                if result.is_error or result.structured_content != {"result": i + 1}:
+                    errors["heavy: wrong result"] += 1
         log.detach()
 
     # This release's record_tool_call (no MCP), on the same client, metered the same way.
@@ -405,7 +424,8 @@ async def measure(calls: int, metered: int, endpoint_url: str) -> dict[str, Any]
     # Counted over every store-backed call: executions in the tool, records in the table.
     records = Counter(r.tool_call_id for r in store.load(session.session_id).tool_calls)
     expected = set(sent["fresh"]) | set(sent["annotated"])
-    claimed_ids = set(sent["fresh"]) | set(sent["repeat"])
+    claimed_ids = set(sent["fresh"]) | set(sent["repeat"]) | set(sent["heavy"])
+    heavy_records = Counter(r.tool_call_id for r in store.tool_calls(heavy.session_id))
     return {
         "calls": calls,
         "metered": metered,
@@ -424,6 +444,7 @@ async def measure(calls: int, metered: int, endpoint_url: str) -> dict[str, Any]
         "doubled_records": sum(1 for n in records.values() if n > 1),
         "unexpected_records": len(set(records) - expected),
         "library_records": (sum(library_records.values()), metered + 1),
+        "heavy_records": (sorted(heavy_records), sorted(sent["heavy"])),
         "source_records": (source_records, metered),
         "errors": dict(errors),
     }
@@ -566,7 +587,13 @@ def report(r: dict[str, Any]) -> tuple[str, list[tuple[str, bool]]]:
             and r["doubled_records"] == 0
             and r["unexpected_records"] == 0
             and not r["errors"]
-            and r["library_records"][0] == r["library_records"][1],
+            and r["library_records"][0] == r["library_records"][1]
+            and r["heavy_records"][0] == r["heavy_records"][1],
+        ),
+        (
+            f"a session with 4 KiB of attributes pays no more per fresh call: "
+            f"{this['heavy'].wcu:g} WCU vs {fresh.wcu:g}",
+            this["heavy"].wcu is not None and this["heavy"].wcu <= (fresh.wcu or 0),
         ),
         (
             f"added latency per fresh call below the previous release's (lowest) ratio to the "
