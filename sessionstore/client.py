@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 from typing import TYPE_CHECKING, Any
@@ -23,8 +24,6 @@ def _embedded_endpoint() -> str:
     global _EMBEDDED
     with _EMBEDDED_LOCK:
         if _EMBEDDED is None:
-            import atexit
-
             from .local import LocalDynamoDB
 
             _EMBEDDED = LocalDynamoDB().start()

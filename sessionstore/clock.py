@@ -16,7 +16,6 @@ from typing import Protocol
 class Clock(Protocol):
     def now_ms(self) -> int:
         """Current time in epoch milliseconds."""
-        ...
 
 
 class SystemClock:
@@ -25,10 +24,8 @@ class SystemClock:
 
 
 class ManualClock:
-    """A clock that moves only when told to, optionally by ``tick_ms`` on every reading.
-
-    ``ManualClock("2026-01-01T12:00:00Z")`` starts at that instant.
-    """
+    """A clock that moves only when told to, optionally by ``tick_ms`` on every reading;
+    ``ManualClock("2026-01-01T12:00:00Z")`` starts at that instant."""
 
     def __init__(self, start: int | str = 1_767_268_800_000, *, tick_ms: int = 0) -> None:
         self._now = parse_timestamp(start) if isinstance(start, str) else int(start)

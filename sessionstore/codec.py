@@ -21,14 +21,13 @@ JSON: TypeAlias = Any  # None | bool | int | float | str | list[JSON] | dict[str
 #: Deeper values are refused: Python's own JSON decoder recurses and would fail to read them back.
 MAX_DEPTH = 256
 
-
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-def _check(value: object, what: str, depth: int = 0) -> None:
-    """Only JSON types (``list``, ``dict`` with ``str`` keys: ``json.dumps`` would take tuples
-    and turn int keys into text), at most ``MAX_DEPTH`` levels. Recursion is bounded by the
-    depth check. Floats and text are checked on the encoded result (``encode``)."""
+def validate(value: object, what: str = "value", depth: int = 0) -> None:
+    """Raise ``InvalidInput`` unless ``encode`` could hold ``value``: only JSON types (``list``,
+    ``dict`` with ``str`` keys: ``json.dumps`` would take tuples and turn int keys into text), at
+    most ``MAX_DEPTH`` levels. Floats and text are checked when it is encoded (``encode``)."""
     kind = type(value)
     if kind in _SCALARS:
         return
@@ -37,13 +36,13 @@ def _check(value: object, what: str, depth: int = 0) -> None:
     if kind is list:
         for child in value:  # type: ignore[attr-defined]
             if type(child) not in _SCALARS:
-                _check(child, what, depth + 1)
+                validate(child, what, depth + 1)
     elif kind is dict:
         for key, child in value.items():  # type: ignore[attr-defined]
             if type(key) is not str:
                 raise InvalidInput(f"{what} has a non-string object key {key!r}")
             if type(child) not in _SCALARS:
-                _check(child, what, depth + 1)
+                validate(child, what, depth + 1)
     elif isinstance(value, str | int | float):  # subclasses (IntEnum, str enums): as JSON does
         return
     else:
@@ -56,12 +55,10 @@ _CANONICAL = partial(json.dumps, ensure_ascii=False, separators=(",", ":"), sort
 
 def encode(value: JSON, what: str = "value") -> str:
     """Exact JSON text of ``value``; raises ``InvalidInput`` for anything JSON can't hold."""
-    _check(value, what)
+    validate(value, what)
     try:
         text = _EXACT(value)
-    except ValueError as exc:  # NaN / Infinity, or an int past 4300 digits
-        raise InvalidInput(f"{what} cannot be written as JSON: {exc}") from exc
-    except (TypeError, RecursionError) as exc:
+    except (ValueError, TypeError, RecursionError) as exc:  # NaN, Infinity, an int past 4300 digits
         raise InvalidInput(f"{what} cannot be written as JSON: {exc}") from exc
     if not text.isascii():  # ASCII text holds no surrogate
         try:
@@ -69,12 +66,6 @@ def encode(value: JSON, what: str = "value") -> str:
         except UnicodeEncodeError as exc:
             raise InvalidInput(f"{what} holds a string that is not valid Unicode") from exc
     return text
-
-
-def validate(value: JSON, what: str = "value") -> None:
-    """Raise ``InvalidInput`` unless ``encode`` could hold ``value`` (its types, its object
-    keys and its depth; floats and text are checked when it is encoded)."""
-    _check(value, what)
 
 
 def decode(text: str) -> JSON:
@@ -87,6 +78,5 @@ def fingerprint(name_text: str, *values: JSON) -> str:
     h = hashlib.sha256(name_text.encode("utf-8"))
     for value in values:
         h.update(b"\x00")
-        canonical = _CANONICAL(value)
-        h.update(canonical.encode("utf-8"))
+        h.update(_CANONICAL(value).encode("utf-8"))
     return h.hexdigest()

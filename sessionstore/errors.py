@@ -93,12 +93,10 @@ class ConflictRetriesExhausted(VersionConflict):
 
 class ToolCallConflict(SessionStoreError):
     """The tool_call_id is already taken by a different request (tool name or input), or by a
-    call claimed but not recorded yet.
+    call claimed but not recorded yet. ``stored`` is the record that holds the id, or None.
 
-    Like any idempotency key, the id names the *request*: a repeat with the same name and input
-    returns the stored record whatever output the repeat brings (a re-run tool may answer
-    differently -- a timestamp, a ranking); the stored output is the answer. ``stored`` is the
-    record that holds the id, or None while the call holding it is still unfinished.
+    The id names the *request*: a repeat with the same name and input returns the stored record,
+    whatever output the repeat brings (a re-run tool may answer differently).
     """
 
     def __init__(self, stored: ToolCallRecord | None, session_id: str, tool_call_id: str) -> None:
@@ -138,10 +136,9 @@ class ItemTooLarge(SessionStoreError):
 
 
 class RequestOverLimit(InvalidInput):
-    """The request would pass one of DynamoDB's documented limits -- the length of an
-    expression, the operators of an UpdateExpression, its substitution variables, the actions or
-    data of a transaction -- and was refused before it was sent. ``name`` says which limit (and
-    where in the request), ``size`` is the request's figure, ``maximum`` DynamoDB's."""
+    """The request would pass one of DynamoDB's documented limits (expression length, operators,
+    substitution variables, transaction size) and was refused unsent. ``name`` says which limit
+    and where, ``size`` is the request's figure, ``maximum`` DynamoDB's."""
 
     def __init__(self, name: str, size: int, maximum: int, unit: str = "bytes") -> None:
         # Not ``super().__init__``: ``ItemOverLimit`` puts ``ItemTooLarge`` next in the MRO.
@@ -154,25 +151,18 @@ class RequestOverLimit(InvalidInput):
 
 
 class ItemOverLimit(RequestOverLimit, ItemTooLarge):
-    """An item the request carries whole (a PutItem's, a transaction's Put) is larger than
-    DynamoDB's maximum item size (``sizing.MAX_ITEM_BYTES``, by ``sizing.item_size``); refused
-    before it was sent. Both an ``InvalidInput`` and an ``ItemTooLarge`` (``added`` = ``size``,
-    ``limit`` = ``maximum``)."""
+    """An item the request carries whole (a PutItem's, a transaction's Put) is over
+    ``sizing.MAX_ITEM_BYTES``; refused unsent. Both an ``InvalidInput`` and an ``ItemTooLarge``."""
 
     def __init__(self, name: str, size: int, maximum: int) -> None:
-        RequestOverLimit.__init__(self, name, size, maximum)
-        self.by_engine = False
-        self.what = "item"
-        self.current = 0
-        self.added = size
-        self.limit = maximum
+        ItemTooLarge.__init__(self, 0, size, maximum)
+        RequestOverLimit.__init__(self, name, size, maximum)  # its message wins
 
 
 class ContextFull(SessionStoreError):
     """The append would take the session's context past ``max_context_messages`` or
-    ``max_context_bytes`` (``SessionStore`` settings); nothing was written. ``messages`` and
-    ``bytes`` are what the context held (as counted by the session), ``added_*`` what the append
-    brought."""
+    ``max_context_bytes``; nothing was written. ``messages`` and ``bytes`` are what the context
+    held, ``added_*`` what the append brought."""
 
     def __init__(
         self,
@@ -206,13 +196,9 @@ class TableNotFound(SessionStoreError):
 class Unavailable(SessionStoreError):
     """DynamoDB could not be reached or kept throttling after every retry.
 
-    ``maybe_applied`` is true when a write may have landed although no response came back
-    (the store has already re-sent it with the same token to settle that). Calling again is safe
-    for transitions, ``update_status``, ``record_tool_call`` and ``append_context`` *with*
-    ``expected_version`` (a duplicate shows up as a no-op, the stored record or a
-    ``VersionConflict``); an append without ``expected_version`` could land twice -- but only
-    when its page write was the one left in doubt: an append whose messages were certainly not
-    stored says ``maybe_applied=False`` even if its reservation on the metadata item landed.
+    ``maybe_applied``: a write may have landed although no response came back. Calling again is
+    safe except for ``append_context`` without ``expected_version``, which could land twice (only
+    when its messages may have been stored: otherwise it says ``maybe_applied=False``).
     """
 
     def __init__(self, message: str, *, maybe_applied: bool) -> None:

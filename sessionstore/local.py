@@ -1,15 +1,9 @@
-"""The embedded DynamoDB: moto's server on 127.0.0.1, with every DynamoDB request serialized.
+"""The embedded DynamoDB: moto's server on 127.0.0.1, patched to keep DynamoDB's promises.
 
-Stock moto is not atomic under concurrency: measured with moto 5.2.5, 8 threads doing
-optimistic-locking increments lost 5-58 of 400 acknowledged updates. DynamoDB promises that each
-request on an item is atomic, so we give moto that promise with one process-wide lock around
-``DynamoHandler.call_action``. Concurrency stays where it matters -- in the clients.
-
-Stock moto also refuses an item past 405,000 bytes of its own count (strings and names only, no
-overhead for lists, maps or numbers), where DynamoDB's limit is 409,600 bytes by its size rules:
-a page DynamoDB would take was refused after its reservation had landed. So every embedded engine
-(serialized or not) sizes items as ``sessionstore.sizing.item_size`` does and refuses past
-``sizing.MAX_ITEM_BYTES``, with DynamoDB's message (``size_items_like_dynamodb``).
+Stock moto is not atomic under concurrency (moto 5.2.5: 8 threads doing optimistic-locking
+increments lost 5-58 of 400 acknowledged updates), so one process-wide lock serializes
+``DynamoHandler.call_action``; and it refuses items by its own size count, so every engine sizes
+them as ``sizing.item_size`` does. README, "The embedded engine, made honest", says why.
 
     with LocalDynamoDB() as engine:
         client = sessionstore.connect(engine.endpoint_url)
@@ -24,15 +18,13 @@ import logging
 import sys
 import threading
 from contextvars import ContextVar
-from types import TracebackType
 from typing import Any
 
 from .sizing import MAX_ITEM_BYTES, text_size, value_size
 
 _LOCK = threading.RLock()
-_PATCHED = False
-_SIZED = False
-_DEEPENED = False
+#: The patches applied so far, each once per process.
+_PATCHED: set[str] = set()
 #: The recursion limit while moto handles a DynamoDB request (see ``parse_long_expressions``).
 MOTO_RECURSION_LIMIT = 20_000
 _DEPTH_LOCK = threading.Lock()
@@ -44,9 +36,8 @@ _BUILDING: ContextVar[bool] = ContextVar("sessionstore_moto_building", default=F
 
 def serialize_moto() -> None:
     """Make every DynamoDB request moto handles in this process run alone. Idempotent."""
-    global _PATCHED
     with _LOCK:
-        if _PATCHED:
+        if "serialized" in _PATCHED:
             return
         from moto.dynamodb.responses import DynamoHandler
 
@@ -57,23 +48,20 @@ def serialize_moto() -> None:
                 return original(self)
 
         DynamoHandler.call_action = call_action  # type: ignore[method-assign]
-        _PATCHED = True
+        _PATCHED.add("serialized")
 
 
 def parse_long_expressions() -> None:
     """Let moto take every expression DynamoDB takes (up to 4 KB). Idempotent.
 
-    moto parses an UpdateExpression into a tree one level deeper per action, then copies and
-    walks it recursively: past ~150 ``SET`` actions (of ours: ``#attrs.#k7 = :v7``, a 4 KB
-    expression holds ~190) it met Python's default recursion limit of 1,000, and a request
-    DynamoDB takes got a 500. So while moto handles a DynamoDB request the interpreter's limit
-    is at least ``MOTO_RECURSION_LIMIT`` (set back when no request is in moto, unless somebody
-    else changed it meanwhile). These are Python frames, not C stack: 3.11 runs Python-to-Python
-    calls in one C frame.
+    moto parses an UpdateExpression into a tree one level deeper per action and walks it
+    recursively: past ~150 ``SET`` actions it met Python's default recursion limit and a request
+    DynamoDB takes got a 500. So while moto handles a request the limit is at least
+    ``MOTO_RECURSION_LIMIT`` (set back when no request is in moto, unless somebody else changed
+    it meanwhile). These are Python frames, not C stack: 3.11 runs them in one C frame.
     """
-    global _DEEPENED
     with _LOCK:
-        if _DEEPENED:
+        if "deepened" in _PATCHED:
             return
         from moto.dynamodb.responses import DynamoHandler
 
@@ -98,7 +86,7 @@ def parse_long_expressions() -> None:
                         sys.setrecursionlimit(_saved_limit)
 
         DynamoHandler.call_action = call_action  # type: ignore[method-assign]
-        _DEEPENED = True
+        _PATCHED.add("deepened")
 
 
 def _moto_value_size(value: Any) -> int:
@@ -123,15 +111,12 @@ def size_items_like_dynamodb() -> None:
     """Make moto (in this process) refuse an item over DynamoDB's 409,600 bytes as DynamoDB
     counts them (``sessionstore.sizing``), not over its own 405,000 of its own count. Idempotent.
 
-    moto checks in ``LimitedSizeDict.__setitem__`` (an item's attributes, set one by one when it
-    is built and when an update sets a top-level attribute) and raises ``ItemSizeTooLarge``
-    ("Item size has exceeded the maximum allowed size"; ``ItemSizeToUpdateTooLarge`` from an
-    UpdateItem), DynamoDB's own messages: both are kept, only the count and the limit change. A
-    new item is sized once, whole, instead of once per attribute.
+    moto checks in ``LimitedSizeDict.__setitem__`` (as an item is built, and as an update sets a
+    top-level attribute) and raises DynamoDB's own messages: only the count and the limit change.
+    A new item is sized once, whole, instead of once per attribute.
     """
-    global _SIZED
     with _LOCK:
-        if _SIZED:
+        if "sized" in _PATCHED:
             return
         from moto.dynamodb.exceptions import ItemSizeTooLarge
         from moto.dynamodb.models import dynamo_type
@@ -158,12 +143,7 @@ def size_items_like_dynamodb() -> None:
 
         limited.__setitem__ = setitem
         item_class.__init__ = init
-        _SIZED = True
-
-
-def _quiet() -> None:
-    # werkzeug logs one line per request on stderr; nbval compares stderr.
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        _PATCHED.add("sized")
 
 
 class LocalDynamoDB:
@@ -190,7 +170,8 @@ class LocalDynamoDB:
             serialize_moto()
         size_items_like_dynamodb()
         parse_long_expressions()
-        _quiet()
+        # werkzeug logs one line per request on stderr; nbval compares stderr.
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
         server = ThreadedMotoServer(ip_address=self._host, port=self._port, verbose=False)
         server.start()
         self._server = server
@@ -214,12 +195,7 @@ class LocalDynamoDB:
     def __enter__(self) -> LocalDynamoDB:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
 

@@ -12,10 +12,8 @@ from .errors import InvalidInput
 
 @dataclass
 class RetryPolicy:
-    """Exponential backoff with full jitter: attempt n sleeps uniform(0, min(cap, base * 2**n)).
-
-    ``max_attempts`` counts every attempt, the first included.
-    """
+    """Exponential backoff with full jitter: attempt n sleeps uniform(0, min(cap, base * 2**n));
+    ``max_attempts`` counts every attempt, the first included."""
 
     max_attempts: int = 16
     base_delay: float = 0.01

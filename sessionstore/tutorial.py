@@ -7,6 +7,7 @@ deterministic because time and ids are injected, never because outputs are ignor
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -54,8 +55,6 @@ def fresh_store(
 ) -> Tutorial:
     """Recreate ``table_name`` and return a store on it with a ManualClock at ``start``,
     CounterIds and a seeded retry policy (so even backoff delays repeat)."""
-    import random
-
     client = client or connect()
     drop_table(client, table_name)
     clock = ManualClock(start)

@@ -1,27 +1,21 @@
 """Talking to DynamoDB: wire conversion, and every failure translated into what it means.
 
-A request either succeeds, or fails in one of four ways the attempt driver
-(``sessionstore.attempts``) knows how to handle:
+A request either succeeds or fails in one of the ways the attempt driver (``attempts``) handles:
+``ConditionFailed`` / ``Cancelled`` (a condition was false; they carry the item as it is, so the
+store explains the failure without a second read), ``Contended`` (refused because of other
+traffic, provably not applied; botocore does not retry it, so the driver backs off) or
+``Unavailable`` (a fault that outlived botocore's retries, saying whether a write may have landed).
 
-* ``ConditionFailed`` / ``Cancelled`` -- a condition was false; they carry the item as it is
-  (ALL_OLD), so the store explains the failure without a second read;
-* ``Contended`` -- refused because of other traffic and provably not applied: real DynamoDB's
-  ``TransactionConflictException`` (a write met an item held by an in-flight transaction) and
-  transaction cancellations whose reasons are only ``TransactionConflict`` / ``ThrottlingError``
-  / ``ProvisionedThroughputExceeded``. botocore retries neither, so the driver backs off;
-* ``Unavailable`` -- throttling or a network/server fault that outlived botocore's own retries,
-  saying whether a write may have landed.
-
-Whether an attempt *may have landed* is learnt per request: botocore reports only its last
-attempt, so a ``needs-retry`` hook marks every attempt that timed out, lost its connection or
-got a 5xx. The mark lives in botocore's per-request ``context`` (tagged in ``before-call`` from a
-context variable), not in a thread-local, so it is right for threads and asyncio tasks alike.
+botocore reports only its last attempt, so a ``needs-retry`` hook marks every attempt that may
+have landed. The mark lives in botocore's per-request ``context`` (tagged in ``before-call`` from
+a context variable), not in a thread-local, so it is right for threads and asyncio tasks alike.
 """
 
 from __future__ import annotations
 
 import re
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
@@ -51,12 +45,8 @@ _READS = frozenset({"get_item", "query"})
 #: Failures that prove the request never reached DynamoDB.
 _NEVER_SENT = (EndpointConnectionError, ConnectTimeoutError, ProxyConnectionError)
 _CONTEXT_KEY = "sessionstore.attempt"
-#: DynamoDB's messages for an item over its size limit: "Item size has exceeded the maximum
-#: allowed size" (PutItem, a transaction's Put) and "Item size to update has exceeded the maximum
-#: allowed size" (UpdateItem), whole, as a cancellation reason, or after a prefix
-#: ("ExpressionAttributeValues contains invalid value: Item size has exceeded ..."). Nothing
-#: else is about item size: "Invalid UpdateExpression: Expression size has exceeded the maximum
-#: allowed size" is not, nor "Size of hashkey has exceeded the maximum size limit".
+#: DynamoDB's messages for an item over its size limit (PutItem; "to update": UpdateItem), whole or
+#: after a prefix -- not "Expression size has exceeded ..." nor "Size of hashkey has exceeded ...".
 _ITEM_SIZE = re.compile(
     r"\bitem size (?:to update )?has exceeded the maximum allowed size", re.IGNORECASE
 )
@@ -67,13 +57,11 @@ def is_item_size_message(message: object) -> bool:
     return isinstance(message, str) and _ITEM_SIZE.search(message) is not None
 
 
+@dataclass(slots=True)
 class _Attempt:
     """One logical send: did any of botocore's attempts maybe land without our hearing back?"""
 
-    __slots__ = ("ambiguous",)
-
-    def __init__(self) -> None:
-        self.ambiguous = False
+    ambiguous: bool = False
 
 
 _CURRENT: ContextVar[_Attempt | None] = ContextVar("sessionstore_attempt", default=None)
