@@ -1,9 +1,8 @@
 """The attempt driver: one loop for every write.
 
 A write is a *plan*: pure request building (``request``) and pure interpretation of what came
-back (``succeeded`` / ``refused``), with no sending and no sleeping. ``drive`` owns everything
-else -- attempts, backoff, settling lost responses and the ending -- so no write hand-rolls a
-loop, and every write ends the same way:
+back (``succeeded`` / ``refused``), with no sending and no sleeping. ``drive`` owns attempts,
+backoff, settling lost responses and the ending, so every write ends the same way:
 
 * the plan's result, when an attempt succeeded or a refusal proved the work already done;
 * a typed error raised by the plan's interpreter (not found, expired, conflict ...);
@@ -12,8 +11,6 @@ loop, and every write ends the same way:
 * ``Unavailable(maybe_applied=False)`` when a fault or contention ended it and nothing landed;
 * the plan's ``exhausted()`` error (``ConflictRetriesExhausted``) only when every attempt was
   provably refused on a version conflict.
-
-An asyncio driver can reuse the plans unchanged: only the sending and the sleeping differ.
 """
 
 from __future__ import annotations
@@ -60,25 +57,20 @@ class Plan(Protocol[R_co]):
 
     def request(self, now_ms: int) -> dict[str, Any]:
         """The request for the next attempt."""
-        ...
 
     def succeeded(self, response: dict[str, Any]) -> R_co:
         """The result of an attempt that DynamoDB accepted."""
-        ...
 
     def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> R_co | Retry:
         """Explain a failed condition: the result (our work is already there, or there is
         nothing to do), ``RETRY``, or raise the typed error. Returning ``RETRY`` asserts that
         no earlier attempt of this plan landed."""
-        ...
 
     def maybe_landed(self) -> None:
         """The attempt just sent may have been applied without our hearing back."""
-        ...
 
     def exhausted(self, attempts: int) -> SessionStoreError:
         """The error for running out of attempts, every one of them provably refused."""
-        ...
 
 
 class Driver(Generic[R]):
@@ -94,11 +86,9 @@ class Driver(Generic[R]):
         self.last: str = "conflict"
         self.cause: Unavailable | None = None  # the last fault, shown as the ending's cause
 
-    def outcome(self, result: Any, failure: Exception | None, now_ms: int) -> R | Retry:
-        """Fold one attempt into the state: the result, ``RETRY``, or raise."""
+    def outcome(self, failure: Refused | Unavailable, now_ms: int) -> R | Retry:
+        """Fold one failed attempt into the state: the result, ``RETRY``, or raise."""
         self.cause = None
-        if failure is None:
-            return self.plan.succeeded(result)
         if isinstance(failure, Refused) and failure.ambiguous:
             self._maybe_landed()
         if isinstance(failure, ConditionFailed | Cancelled):
@@ -162,22 +152,18 @@ def drive(
     """Run ``plan`` to its ending (see the module docstring). ``what`` names the write in
     error messages."""
     tally = telemetry.current()
-    if tally is None:  # telemetry off: nothing to count
-        return _drive(plan, send, clock, retry, what, None)
     # The responses lost on the way (counted by the request hooks) are settled by any ending
     # but "an attempt may have landed".
-    lost = tally.lost_responses
+    lost = 0 if tally is None else tally.lost_responses
+    settled = True
     try:
-        result = _drive(plan, send, clock, retry, what, tally)
+        return _drive(plan, send, clock, retry, what, tally)
     except Unavailable as exc:
-        if not exc.maybe_applied:
+        settled = not exc.maybe_applied
+        raise
+    finally:
+        if tally is not None and settled:
             tally.settled_since(lost)
-        raise
-    except Exception:
-        tally.settled_since(lost)
-        raise
-    tally.settled_since(lost)
-    return result
 
 
 def _drive(
@@ -202,7 +188,7 @@ def _drive(
             return plan.succeeded(result)
         # Interpreted outside the ``except``: a typed error must not arrive chained to an
         # internal exception the caller never raised.
-        verdict = driver.outcome(None, failure, now_ms)
+        verdict = driver.outcome(failure, now_ms)
         if not isinstance(verdict, Retry):
             return verdict
         if tally is not None and _conflict(failure):

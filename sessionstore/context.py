@@ -2,28 +2,25 @@
 
 An append is two writes (``SessionStore.append_context``):
 
-1. the metadata item reserves the seqs -- ``messageCount`` goes up by the number of messages,
-   under every guard of a metadata write (alive, owner, active, room left, the request token in
-   ``tk``; ``AppendEdit`` on ``locking.MetadataWrite``), last writer wins: concurrent appends
-   never refuse each other;
+1. ``AppendEdit`` reserves the seqs on the metadata item -- ``messageCount`` goes up by the
+   number of messages, under every guard of a metadata write (alive, owner, active, room left,
+   the request token in ``tk``), last writer wins: concurrent appends never refuse each other;
 2. ``WritePage`` puts the page ``msg#<last seq>`` holding them, with the session's ttl.
 
-Why not one transaction: a transactional write costs 2 WCU per started KB of *each* item, so
-meta + page costs at least 4 WCU however small both are; the two plain writes cost 1 per KB of
-each (typically 2 + 1). The price is that the two can come apart, and readers are written for
-it (``read_context``):
+Why not one transaction: it costs 2 WCU per started KB of *each* item, at least 4 however
+small both are; the two plain writes cost 1 per KB of each (typically 2 + 1). The price is that
+the two can come apart, and ``read_context`` is written for it:
 
-* a page lands after its reservation, so a reader can find a seq reserved and its page not yet
-  there (an append in flight), or never there (the append failed between its two steps and
-  said so: ``Unavailable(maybe_applied=False)``, the messages were not stored). The metadata
-  item tells the two apart: an append's ``tk`` entry holds its first seq and its time. A reader
-  stops before a hole that a recent append (``IN_FLIGHT_S``) reserved -- so what it shows is
-  always a prefix of what the context will be, and reading on from ``position`` later misses
-  nothing -- and skips an older hole. It never shows a message twice;
-* a lost response on step 1 is settled by the token (its ``tk`` entry says which seqs the
-  landed attempt reserved, so the page goes where it belongs, once); on step 2 by the page's own
-  ``token`` (a refused re-send that finds it means ours landed). Neither duplicates or drops a
-  page.
+* a reader can find a seq reserved and its page not yet there (an append in flight), or never
+  there (the append failed between its two steps and said so:
+  ``Unavailable(maybe_applied=False)``). The append's ``tk`` entry, holding its first seq and
+  its time, tells the two apart. A reader stops before a hole reserved less than
+  ``IN_FLIGHT_S`` ago -- so it always shows a prefix of what the context will be, and reading
+  on from ``position`` later misses nothing -- and skips an older hole. It never shows a
+  message twice;
+* a lost response is settled by the token: on step 1 its ``tk`` entry says which seqs the
+  landed attempt reserved, on step 2 a refused re-send that finds the page's ``token`` means
+  ours landed. No page is duplicated or dropped.
 
 Pages never change and are never deleted by the store: TTL removes them with the session.
 """
@@ -88,16 +85,10 @@ def page_item(
 
 @dataclass(slots=True)
 class AppendEdit:
-    """``append_context``, its first step (an ``Edit`` for ``locking.MetadataWrite``): reserve
-    the next ``count`` seqs of an active session whose context has room, and count the bytes.
-    The messages go to a page item afterwards (``WritePage``), so this write's size never
-    depends on the context's.
-
-    ``messageCount`` only grows, so the room condition needs no exact item. The seqs reserved
-    are ``[messageCount before, messageCount after)``; the write keeps the first one in its
-    token's entry (``write_tokens``), so even after a lost response the item says which seqs
-    the landed attempt got, and the page goes there, once.
-    """
+    """The reservation (an ``Edit`` for ``locking.MetadataWrite``): the next ``count`` seqs of
+    an active session whose context has room, and the bytes counted. ``messageCount`` only
+    grows, so the room condition needs no exact item. The seqs reserved are
+    ``[messageCount before, messageCount after)``; the first is kept in the token's entry."""
 
     session_id: str
     count: int
@@ -168,7 +159,6 @@ class WritePage:
                 "for it; the messages were not stored by this attempt",
                 maybe_applied=False,
             )
-        # Free, or held by an earlier session's page: expired, or another incarnation's.
         e = Expr()
         condition = (
             f"attribute_not_exists({e.n('pk')}) OR {e.n('ttl')} <= {e.v(now_ms // 1000)}"
@@ -206,17 +196,12 @@ class WritePage:
 
 class ContextReader(Iterator[JSON]):
     """The messages of a session's context in order, read lazily (``SessionStore.context``).
-
-    ``position`` is the seq of the last message handed out (or the ``after`` it started from,
-    None before the first): pass it as ``after`` to read on from there later.
-    """
+    ``position``: the seq of the last message handed out (or the ``after`` it started from),
+    to pass as ``after`` to read on from there later."""
 
     def __init__(self, texts: Iterator[tuple[int, str]], after: int | None) -> None:
         self._texts = texts
         self.position = after
-
-    def __iter__(self) -> ContextReader:
-        return self
 
     def __next__(self) -> JSON:
         seq, text = next(self._texts)
@@ -244,16 +229,11 @@ def read_context(
     now_s: int,
     recent: list[int],
 ) -> Iterator[tuple[int, str]]:
-    """``(seq, JSON text)`` of every message after ``after`` in the context as ``session`` (the
-    metadata item read first) counts it, from the pages in key order (python-typed items, as
-    they come from the Query). ``recent``: ``recent_reservations`` of that metadata item.
-
-    Only seqs the metadata item had reserved when it was read are shown, so a read is a
-    snapshot of the appends that had begun by then. At a hole whose reservation is recent (an
-    append in flight) the read ends; an older hole (an append that failed between its two
-    writes) is skipped. Pages of another incarnation or whose ttl has passed belong to an
-    earlier session under the same id, not yet swept: left out.
-    """
+    """``(seq, JSON text)`` of every message after ``after`` among the seqs ``session`` (the
+    metadata item, read first) had reserved: a snapshot of the appends begun by then.
+    ``page_items``: the pages in key order, python-typed; ``recent``: ``recent_reservations``
+    of the metadata item. Pages of another incarnation or past their ttl belong to an earlier
+    session under the same id, not yet swept: left out."""
     start = -1 if after is None else after
     reserved = session.message_count
     expected = start + 1  # the seq the next page should start at
@@ -269,7 +249,7 @@ def read_context(
         messages = item[MESSAGES]
         for i, text in enumerate(messages):
             seq = first + i
-            if seq > start and seq < reserved:
+            if start < seq < reserved:
                 yield seq, text
         expected = max(expected, first + len(messages))
 
@@ -306,10 +286,5 @@ _EMPTY_PAGE_SIZE = sizing.item_size(
 def page_size(session_id: str, token: str, texts: list[str]) -> int:
     """An upper bound of the size of the page these messages will take (before the seqs are
     known: sized at the widest)."""
-    return (
-        _EMPTY_PAGE_SIZE
-        + len(session_id)
-        + len(token)
-        + sum(map(sizing.text_size, texts))
-        + len(texts)
-    )
+    texts_size = sum(map(sizing.text_size, texts)) + len(texts)
+    return _EMPTY_PAGE_SIZE + len(session_id) + len(token) + texts_size

@@ -81,11 +81,10 @@ def live_session(e: Expr, *, owner: str | None, now_s: int) -> str:
 
 
 def extend_idle(e: Expr, now_s: int) -> str:
-    """The SET action that moves the idle deadline: ``idleUntil = idle + :now``. An attribute
-    plus a value, which DynamoDB takes in SET, so the writer needs to know neither the idle
-    period nor the cap; the deadline may pass ``ttl`` and readers take the earlier
-    (``Session.expires_at``). For a fixed-ttl session ``idle`` is its whole ttl, so the
-    deadline stays at or past the cap: one formula for both."""
+    """The SET action that moves the idle deadline: ``idleUntil = idle + :now``, so the writer
+    needs to know neither the idle period nor the cap. The deadline may pass ``ttl``: readers
+    take the earlier (``Session.expires_at``). A fixed-ttl session's ``idle`` is its whole ttl,
+    so one formula serves both."""
     return f"{e.n('idleUntil')} = {e.n('idle')} + {e.v(now_s)}"
 
 

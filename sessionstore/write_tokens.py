@@ -8,22 +8,19 @@ attribute change, context reservation -- *names* its request token in the map ``
     SET tk.<token> = <value>   on the condition   attribute_not_exists(tk.<token>)
 
 A re-sent copy of a landed attempt is refused, and the refusal's ALL_OLD shows the token, however
-many other writes came in between (no version arithmetic is involved). ``<value>`` is the
-write's time in epoch seconds; a context reservation also keeps the first seq it reserved there
-(``now_s * SEQ_SPAN + seq``), which readers use to tell an append in flight from a failed one.
+many other writes came in between. ``<value>`` is the write's time in epoch seconds; a context
+reservation also keeps the first seq it reserved there (``now_s * SEQ_SPAN + seq``), which
+readers use to tell an append in flight from a failed one.
 
-The map stays small without any extra request, and without refusing writers:
-
-* each write removes the tokens of this instance's own finished writes to the session
-  (``settled``: their writes have ended, nothing can re-send them);
-* and any token older than ``TOKEN_HORIZON_S`` in the last copy of the item it saw. A token is
-  needed only while its write may still be re-sent: at most botocore's attempts with their
-  timeouts, times the driver's settling re-sends -- minutes. An hour is far beyond.
-
-A writer that has seen nothing (a fresh instance) removes nothing, so the map holds at most the
-writes of the last hour by instances that never wrote to the session again. ``TOKEN_CAP`` bounds
-the item's size even then: a write finding the map full removes what the horizon allows from the
-copy its refusal returned, or fails as ``Unavailable`` when every entry is younger than that.
+The map stays small without any extra request, and without refusing writers: each write removes
+the tokens of this instance's own finished writes to the session (``settled``: nothing can
+re-send them), and any token older than ``TOKEN_HORIZON_S`` in the last copy of the item it saw
+(a token is needed only while its write may still be re-sent: botocore's attempts with their
+timeouts, times the driver's settling re-sends -- minutes; an hour is far beyond). A fresh
+instance removes nothing, so the map holds at most the writes of the last hour by instances that
+never wrote to the session again. ``TOKEN_CAP`` bounds the item's size even then: a write finding
+the map full removes what the horizon allows from the copy its refusal returned, or fails as
+``Unavailable`` when every entry is younger than that.
 """
 
 from __future__ import annotations
@@ -43,6 +40,8 @@ KEY_LENGTH = 22
 TOKEN_HORIZON_S = 3600
 #: A reservation's value is ``now_s * SEQ_SPAN + first seq``; other writes' is ``now_s`` alone.
 SEQ_SPAN = 10**12
+#: How many removed keys a full map's condition may name: any one of them is room.
+_ROOM_PROOFS = 4
 
 
 def token_time(value: int) -> int:
@@ -69,13 +68,11 @@ def removable(
     """Keys a write may remove: this instance's finished tokens', and any older than the
     horizon in ``seen`` (the last copy of the item); never ``token``'s."""
     horizon = now_s - TOKEN_HORIZON_S
-    token = key(token)
-    gone = dict.fromkeys(k for t in settled if (k := key(t)) != token)
+    gone = [key(t) for t in settled]
     if seen:
-        gone.update(
-            dict.fromkeys(t for t, v in seen.items() if t != token and token_time(v) <= horizon)
-        )
-    return tuple(gone)[:TOKEN_CAP]
+        gone += [t for t, v in seen.items() if token_time(v) <= horizon]
+    own = key(token)
+    return tuple(k for k in dict.fromkeys(gone) if k != own)[:TOKEN_CAP]
 
 
 def name_token(
@@ -96,10 +93,6 @@ def name_token(
     condition = f"attribute_not_exists({tk}.{tok}) AND ({' OR '.join(room)})"
     removes = ", ".join(f"{tk}.{name}" for name in names.values())
     return condition, f"{tk}.{tok} = {value}", removes
-
-
-#: How many removed keys a full map's condition may name: any one of them is room.
-_ROOM_PROOFS = 4
 
 
 def carries(item: Mapping[str, object], token: str) -> bool:
