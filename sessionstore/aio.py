@@ -1,22 +1,12 @@
 """``AsyncSessionStore``: the store for asyncio code (MCP servers), without blocking the loop.
 
-Needs anyio (the ``mcp`` extra).
-
-boto3 is synchronous: every request blocks its thread until DynamoDB answers. An async facade
-that called it directly would freeze the event loop -- every other request the server is
-handling -- for the length of each round trip (and of each conflict backoff, which sleeps).
-So each call runs the *same* ``SessionStore`` method in a worker thread through
-``anyio.to_thread.run_sync``; the semantics, the errors and the request counts are exactly the
-synchronous store's, because it is the synchronous store doing the work.
-
-Why threads and not an async DynamoDB client (aioboto3, aiobotocore): it would mean a second
-implementation of every condition, retry and settle rule, with its own bugs; the thread hop costs
-tens of microseconds against a network round trip of milliseconds.
-
-The worker threads are bounded by a ``CapacityLimiter`` (``max_workers``, default 16) of our
-own, separate from anyio's default limiter, so a burst of store calls cannot starve other
-``to_thread`` users (sync MCP tools run there too) and cannot open unbounded connections.
-botocore clients are thread-safe; the store keeps its shared hints under a lock.
+Needs anyio (the ``mcp`` extra). boto3 blocks its thread for each round trip (and each conflict
+backoff), so each call runs the *same* ``SessionStore`` method on a worker thread: the semantics,
+errors and request counts are the synchronous store's, with no second implementation of every
+condition and retry (as an async client such as aioboto3 would need), for a thread hop of tens of
+microseconds against a round trip of milliseconds. The threads are bounded by a limiter of our
+own (``max_workers``), so a burst of store calls cannot starve other ``to_thread`` users (sync
+MCP tools run there too) nor open unbounded connections.
 
 Cancellation waits for the worker: a write that has been sent is never abandoned half-way, so a
 cancelled caller leaves the session exactly as a finished call would (the result is dropped).
@@ -96,12 +86,8 @@ class AsyncSessionStore:
             self._limiter.set(limiter)
         return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=limiter)
 
-    # ------------------------------------------------------------------ table
-
     async def create_table(self, *, wait: bool = True) -> bool:
         return await self.run(self.store.create_table, wait=wait)
-
-    # ------------------------------------------------------------------ sessions
 
     async def create_session(
         self,
@@ -127,8 +113,6 @@ class AsyncSessionStore:
     async def get_session(self, session_id: str, *, owner: str | None = None) -> Session:
         return await self.run(self.store.get_session, session_id, owner=owner)
 
-    # ------------------------------------------------------------------ lifecycle
-
     async def transition(self, session_id: str, to: Status, *, owner: str | None = None) -> Session:
         return await self.run(self.store.transition, session_id, to, owner=owner)
 
@@ -145,8 +129,6 @@ class AsyncSessionStore:
         self, session_id: str, status: Status, *, owner: str | None = None
     ) -> Session:
         return await self.run(self.store.update_status, session_id, status, owner=owner)
-
-    # ------------------------------------------------------------------ attributes
 
     async def update_attributes(
         self,
@@ -165,8 +147,6 @@ class AsyncSessionStore:
             expected_version=expected_version,
             owner=owner,
         )
-
-    # ------------------------------------------------------------------ context and tools
 
     async def append_context(
         self,
@@ -211,18 +191,15 @@ class AsyncSessionStore:
     async def tool_calls(
         self, session_id: str, *, owner: str | None = None
     ) -> AsyncIterator[ToolCallRecord]:
-        """``async for record in await store.tool_calls(sid)``: like the synchronous method,
-        the first page is read (and the session checked) before this returns; each later page
-        is fetched on a worker thread when the iteration reaches it."""
-        records = await self.run(self.store.tool_calls, session_id, owner=owner)
-        return self._drain(records)
+        """``async for record in await store.tool_calls(sid)``: the session is checked before this
+        returns; later pages are read on a worker thread when the iteration reaches them."""
+        return self._drain(await self.run(self.store.tool_calls, session_id, owner=owner))
 
     async def context(
         self, session_id: str, *, owner: str | None = None, after: int | None = None
     ) -> AsyncIterator[JSON]:
-        """``async for message in await store.context(sid)``: like the synchronous method, the
-        session is checked before this returns; each page is read on a worker thread when the
-        iteration reaches it."""
+        """``async for message in await store.context(sid)``: the session is checked before this
+        returns; pages are read on a worker thread when the iteration reaches them."""
         messages = await self.run(self.store.context, session_id, owner=owner, after=after)
         return self._drain(messages)
 

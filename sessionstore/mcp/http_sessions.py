@@ -1,26 +1,12 @@
 """Legacy ``Mcp-Session-Id`` sessions kept in the table, for every unmodified client.
 
-A 2024-11-05 ... 2025-11-25 client gets ``Mcp-Session-Id`` in its ``initialize`` answer, sends it
-on every later request and ends it with ``DELETE``. The SDK keeps that session in one process's
-memory (``StreamableHTTPSessionManager._server_instances``): another instance, or the same one
-after a restart, answers 404; and a *stateless* SDK transport ignores the header. So this thin
-ASGI layer in front of the stateless app does the session part itself, on the store:
-
-* ``initialize`` (no id): the store session is created and activated and its id is added to the
-  answer as ``Mcp-Session-Id``;
-* a later request with an id: one consistent ``GetItem``; missing, expired, not active or another
-  principal's -> HTTP 404 (the transport spec's answer, after which a client starts a new
-  session); otherwise the session rides in the ASGI scope (``SESSION_SCOPE_KEY``) to the
-  tools/call interceptor, so ``current_session()`` works with no ``_meta`` at all;
-* ``DELETE``: the store session is closed;
-* ``GET`` (the standalone event stream): 405, as the spec allows. Holding it open would tie the
-  client to one instance, and a stateless transport has nothing to send on it.
-
-``adopt_ids=True`` creates a session for an id the table does not know, for hosts in front (e.g.
-AgentCore Runtime) that mint ``Mcp-Session-Id`` themselves.
-Requests on a non-handshake ``MCP-Protocol-Version`` (2026-07-28+) have no session in the
-protocol and pass through untouched. The layer wraps ``session_manager.asgi_app``, inside the
-SDK's auth middleware, so the principal is known.
+The SDK keeps a 2024-11-05 ... 2025-11-25 session in one process's memory, where another
+instance cannot see it, and a stateless transport ignores the header. So this ASGI layer in front
+of the stateless app does the session part on the store: ``initialize`` creates it and returns
+its id; a later request is checked (any refusal is HTTP 404, the spec's signal to start a new
+session) and hands it on in the ASGI scope (``SESSION_SCOPE_KEY``); ``DELETE`` closes it. ``GET``
+gets 405: holding the standalone stream open would tie the client to one instance. A
+2026-07-28+ request has no session in the protocol and passes through.
 """
 
 from __future__ import annotations
@@ -49,7 +35,9 @@ logger = logging.getLogger(__name__)
 
 
 class LegacySessions:
-    """ASGI middleware: ``Mcp-Session-Id`` minted, checked and closed in the store."""
+    """ASGI middleware: ``Mcp-Session-Id`` minted, checked and closed in the store.
+    ``adopt_ids``: an unknown id gets a session, for a host in front (e.g. AgentCore Runtime)
+    that mints them itself."""
 
     def __init__(
         self, app: ASGIApp, extension: SessionStoreExtension, *, adopt_ids: bool = False
@@ -59,18 +47,16 @@ class LegacySessions:
         self.adopt_ids = adopt_ids
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        headers = dict(scope.get("headers") or ())
+        version = headers.get(_VERSION_HEADER, b"").decode("latin-1")
+        # Not HTTP, or 2026-07-28+ (sessionless by design): nothing to do.
+        if scope["type"] != "http" or (version and version not in HANDSHAKE_PROTOCOL_VERSIONS):
             await self.app(scope, receive, send)
-            return
-        headers = dict(scope["headers"])
-        version = headers.get(_VERSION_HEADER, b"").decode("latin-1") or None
-        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            await self.app(scope, receive, send)  # 2026-07-28+: sessionless by design
             return
         raw_id = headers[SESSION_HEADER].decode("latin-1") if SESSION_HEADER in headers else None
         method = scope["method"]
         if method == "GET":
-            await _status(send, 405, "this server offers no standalone event stream", allow=True)
+            await _status(send, 405, "this server offers no standalone event stream")
             return
         if method == "DELETE":
             await self._delete(raw_id, send)
@@ -141,12 +127,11 @@ class LegacySessions:
             if self.adopt_ids:
                 return await self._adopt(raw_id)
             logger.info("request for unknown session %s: 404", raw_id[:64])
-            return None
         except Unavailable:
             raise
         except SessionStoreError as exc:  # expired, not active, malformed id
             logger.info("request refused with 404: %s", exc)
-            return None
+        return None
 
     async def _adopt(self, session_id: str) -> Session | None:
         try:
@@ -211,21 +196,17 @@ async def _buffer(receive: Receive) -> tuple[bytes | None, Receive]:
         if not message.get("more_body", False):
             break
     body = b"".join(chunks)
-    replayed = False
+    pending: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
 
     async def replay() -> Message:
-        nonlocal replayed
-        if not replayed:
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
+        return pending.pop() if pending else await receive()
 
     return body, replay
 
 
-async def _status(send: Send, status: int, message: str | None, *, allow: bool = False) -> None:
+async def _status(send: Send, status: int, message: str | None) -> None:
     headers: list[tuple[bytes, bytes]] = [(b"content-type", b"application/json")]
-    if allow:
+    if status == 405:
         headers.append((b"allow", b"POST, DELETE"))
     body = b""
     if message is not None:

@@ -6,7 +6,7 @@ client the same way whichever of them met it (codes and reasons: ``protocol``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
@@ -31,6 +31,9 @@ from .protocol import (
     STORE_UNAVAILABLE,
     TOOL_CALL_ID_REUSED,
 )
+
+#: How an aware client gets a session, for the refusals of a call that needs one.
+HOW_TO_OPEN: Final = f"open one ({OPEN_METHOD}) and send its id in _meta[{SESSION_ID_KEY!r}]"
 
 
 def to_mcp_error(exc: Exception, session_id: str | None = None) -> MCPError:
@@ -74,12 +77,7 @@ def to_mcp_error(exc: Exception, session_id: str | None = None) -> MCPError:
 
 def meta_id(meta: Any, key: str) -> str | None:
     value = meta.get(key) if isinstance(meta, dict) else None
-    if value is None:
-        return None
-    try:
-        return validate_id(value, key)
-    except InvalidInput as exc:
-        raise MCPError(INVALID_PARAMS, str(exc), {"reason": "invalid_input", "key": key}) from None
+    return None if value is None else checked_id(value, key, field="key")
 
 
 def required_session_id(meta: Any) -> str:
@@ -87,17 +85,17 @@ def required_session_id(meta: Any) -> str:
     if session_id is None:
         raise MCPError(
             SESSION_REQUIRED,
-            f"this server keeps sessions in its store: open one ({OPEN_METHOD}) and send its id "
-            f"in _meta[{SESSION_ID_KEY!r}]",
+            f"this server keeps sessions in its store: {HOW_TO_OPEN}",
             {"reason": "session_required", "key": SESSION_ID_KEY},
         )
     return session_id
 
 
-def checked_id(value: Any, argument: str) -> str:
+def checked_id(value: Any, argument: str, *, field: str = "argument") -> str:
+    """``value`` as an id, or INVALID_PARAMS naming the argument (or ``_meta`` key) it came in."""
     try:
         return validate_id(value, argument)
     except InvalidInput as exc:
         raise MCPError(
-            INVALID_PARAMS, str(exc), {"reason": "invalid_input", "argument": argument}
+            INVALID_PARAMS, str(exc), {"reason": "invalid_input", field: argument}
         ) from None

@@ -1,10 +1,9 @@
 """Which session a ``tools/call`` runs in, under which key, and whether it is claimed.
 
 Decided before anything is written, so a call the SDK will refuse anyway, or one that names no
-session, costs no request. A client can name the session three ways (a handle argument,
-``_meta``, the legacy ``Mcp-Session-Id`` checked by ``http_sessions``) and the key two (``_meta``,
-an idempotency argument); the first one present wins. ``CallRouting`` is a mixin of
-``SessionStoreExtension`` (``middleware``), which validates and sets the attributes it declares.
+session, costs no request. The session can be named three ways (a handle argument, ``_meta``, the
+legacy ``Mcp-Session-Id``) and the key two (``_meta``, an idempotency argument); the first one
+present wins. ``CallRouting`` is a mixin of ``SessionStoreExtension`` (``middleware``).
 """
 
 from __future__ import annotations
@@ -21,20 +20,13 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from ..aio import AsyncSessionStore
 from ..models import Session
-from .mcp_errors import checked_id, meta_id
-from .protocol import (
-    OPEN_METHOD,
-    SESSION_ID_KEY,
-    SESSION_REQUIRED,
-    SESSION_SCOPE_KEY,
-    TOOL_CALL_ID_KEY,
-)
+from .mcp_errors import HOW_TO_OPEN, checked_id, meta_id
+from .protocol import SESSION_ID_KEY, SESSION_REQUIRED, SESSION_SCOPE_KEY, TOOL_CALL_ID_KEY
 
 
 @dataclass(frozen=True)
 class Route:
-    """How one ``tools/call`` is served: in which session, under which key, claimed or not
-    (a harmless tool is not)."""
+    """How one ``tools/call`` is served."""
 
     session_id: str
     owner: str | None
@@ -73,7 +65,7 @@ class CallRouting:
         return Route(
             session_id=session_id,
             owner=owner,
-            tool_call_id=key if key is not None else self.store.store.ids.token(),
+            tool_call_id=key if key is not None else self.store.ids.token(),
             keyed=key is not None,
             harmless=harmless,
             checked=legacy,
@@ -111,7 +103,7 @@ class CallRouting:
                 f"tool's {self.handle_argument!r} argument"
             )
         else:
-            how = f"open one ({OPEN_METHOD}) and send its id in _meta[{SESSION_ID_KEY!r}]"
+            how = HOW_TO_OPEN
         if protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
             how = f"initialize again to get an Mcp-Session-Id, or {how}"
         return MCPError(
@@ -132,7 +124,6 @@ def valid(tool: Tool, arguments: dict[str, Any]) -> bool:
 
 def legacy_session(ctx: ServerRequestContext[Any, Any]) -> Session | None:
     """The session ``http_sessions.LegacySessions`` checked for this HTTP request, if any."""
-    request = ctx.request
-    scope = getattr(request, "scope", None)
+    scope = getattr(ctx.request, "scope", None)
     session = scope.get(SESSION_SCOPE_KEY) if isinstance(scope, dict) else None
     return session if isinstance(session, Session) else None
