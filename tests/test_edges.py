@@ -668,8 +668,8 @@ def test_mixed_cancellation_reasons_are_contention_not_a_refusal(
     engine: Any, table: str, clock: ss.ManualClock
 ) -> None:
     """Our record landed (answer lost), then the session began closing; the resend is cancelled
-    with [ConditionalCheckFailed(meta), TransactionConflict(guard), None]. The guard was never
-    evaluated, so 'not active' cannot be the answer: the retry finds the recorded call."""
+    with [ConditionalCheckFailed(meta), TransactionConflict(call item)]. The call item's condition
+    was never evaluated, so 'not active' cannot be the answer: the retry finds the recorded call."""
     store = _store(engine, table, clock, attempts=3)
     sid = store.activate(store.create_session().session_id).session_id
     rival = ss.SessionStore(ss.connect(engine.endpoint_url), table, clock=clock)
@@ -688,7 +688,6 @@ def test_mixed_cancellation_reasons_are_contention_not_a_refusal(
             reasons = [
                 {"Code": "ConditionalCheckFailed", "Message": "failed", "Item": meta},
                 {"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"},
-                {"Code": "None"},
             ]
             return _error(
                 request,
@@ -704,11 +703,12 @@ def test_mixed_cancellation_reasons_are_contention_not_a_refusal(
     assert [r.tool_call_id for r in store.tool_calls(sid)] == ["c1"]
 
 
-def test_record_landed_and_its_guard_expired_before_the_resend(
+def test_record_landed_and_expired_before_the_resend(
     engine: Any, table: str, clock: ss.ManualClock
 ) -> None:
-    """ttl_seconds=1: the first attempt lands, its answer is lost, and by the resend the guard
-    has expired, so only the record's own key says the call is recorded."""
+    """ttl_seconds=1: the first attempt lands, its answer is lost, and by the resend the record
+    has expired (TTL has not removed it): the resend may put it again, and there is still one
+    item under the id."""
     store = _store(engine, table, clock, attempts=3)
     sid = store.activate(store.create_session().session_id).session_id
 

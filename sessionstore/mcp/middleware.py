@@ -97,8 +97,9 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
     unknown" -- longer than the slowest tool. ``default_ttl_seconds`` / ``max_ttl_seconds``
     bound what a session may ask for: its absolute cap. ``idle_seconds``: a session also
     expires after this long without a request that wrote to it (default 1800, the SDK's own
-    ``DEFAULT_SESSION_IDLE_TIMEOUT``; None: only the cap) -- every claim and record moves the
-    deadline on at no extra request, and the legacy ``Mcp-Session-Id`` check adds one write
+    ``DEFAULT_SESSION_IDLE_TIMEOUT``; None: only the cap) -- every claim (and every write
+    a tool makes) moves the deadline on at no extra request, a read-only tool's session check
+    touches it when half of it has passed, and the legacy ``Mcp-Session-Id`` check adds one write
     (``SessionStore.touch``) at most once per half idle period. ``open_tool`` /
     ``close_tool``: the names of the tools it contributes for clients that know no custom
     method (None: not contributed);
