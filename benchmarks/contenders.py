@@ -5,9 +5,11 @@ attempt is counted on the contender's own botocore client with a ``WireCounter``
 
 ``update`` -- a versioned update of one small attribute (``title``) on one session:
 
-* ``sessionstore`` -- ``SessionStore.update_attributes(sid, {"title": ...})``: one UpdateItem,
-  no version condition (the change commutes: see ``metadata_writes.SessionWrite``),
-  ``ADD version 1``.
+* ``sessionstore`` -- ``SessionStore.update_attributes(sid, {"title": ...})``: no version
+  condition (the change commutes), ``version + 1``; one ``TransactWriteItems`` (the metadata
+  item's guards and version, the attributes item by name: the attributes are an item of their
+  own since issue 21, so tool calls are not billed for them) and one Query reading the session
+  back, since a transaction returns nothing.
   Each writer is its own ``SessionStore`` instance (as separate MCP server instances would be),
   starting cold.
 * ``source`` -- the source design's ``updateSessionStatus`` loop transliterated, writing the
@@ -19,7 +21,8 @@ attempt is counted on the contender's own botocore client with a ``WireCounter``
 
 ``append`` -- append one message to the session's context:
 
-* ``sessionstore`` -- ``append_context(sid, [msg])``: one UpdateItem, no version condition.
+* ``sessionstore`` -- ``append_context(sid, [msg])``: one UpdateItem, no version condition (and
+  the PutItem of its page).
 * ``source`` -- the source design's ``appendContextMessages`` (``list_append`` on
   ``version = :expected``) after a ConsistentRead of the version, re-read on every conflict,
   same backoff and bound.
@@ -110,7 +113,7 @@ def _raw_version(client: Any, table: str, session_id: str) -> int:
 
 class SessionStoreContender(Contender):
     name = "sessionstore"
-    label = "sessionstore (update_attributes / append_context: one UpdateItem, commuting)"
+    label = "sessionstore (update_attributes: 1 transaction + read-back; append: 1 UpdateItem)"
     requests_per_attempt = 1
 
     def __init__(self, endpoint: str, table: str) -> None:

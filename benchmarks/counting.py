@@ -2,7 +2,8 @@
 
 * ``before-send`` fires once per HTTP attempt (botocore's retries included): requests;
 * ``after-call`` fires once per API call with the parsed response, errors included: we count
-  the calls that failed a condition (``ConditionalCheckFailedException``), i.e. wasted writes.
+  the calls that failed a condition (``ConditionalCheckFailedException``, or a transaction
+  cancelled, ``TransactionCanceledException``), i.e. wasted writes.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections import Counter
 from typing import Any
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
+TRANSACTION_CANCELLED = "TransactionCanceledException"
 
 
 class WireCounter:

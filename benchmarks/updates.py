@@ -28,7 +28,7 @@ from .contenders import (
     SourceContender,
     pynamodb_update_status,
 )
-from .counting import CONDITION_FAILED
+from .counting import CONDITION_FAILED, TRANSACTION_CANCELLED
 
 
 @dataclass
@@ -66,7 +66,8 @@ class Run:
 
     @property
     def writes(self) -> int:
-        return sum(n for op, n in self.by_operation.items() if op in ("UpdateItem", "PutItem"))
+        writes = ("UpdateItem", "PutItem", "TransactWriteItems")
+        return sum(n for op, n in self.by_operation.items() if op in writes)
 
     @property
     def wasted(self) -> int:
@@ -127,7 +128,7 @@ def run_once(contender: Contender, scenario: Scenario, repeat: int, *, deadline_
         seconds=seconds,
         requests=sum(requests.values()),
         by_operation=dict(requests),
-        failed_writes=failures[CONDITION_FAILED],
+        failed_writes=failures[CONDITION_FAILED] + failures[TRANSACTION_CANCELLED],
         gave_up=sum(gave_up),
         lost_updates=lost,
         requests_per_attempt=contender.requests_per_attempt,
