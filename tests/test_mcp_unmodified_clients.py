@@ -514,7 +514,7 @@ def test_a_read_only_tool_on_a_dead_or_unknown_handle_gets_the_sessions_error(
             opened = await client.call_tool("open_session", {})
             handle = {"session_id": opened.structured_content["session_id"]}
             await client.call_tool("close_session", handle)
-            with pytest.raises(MCPError) as closed:  # refused by the record's condition
+            with pytest.raises(MCPError) as closed:  # refused by the session check, unrun
                 await client.call_tool("notes", handle)
             assert closed.value.code == protocol.SESSION_NOT_ACTIVE
             assert "executed" not in (closed.value.data or {})
