@@ -30,7 +30,7 @@ import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 from . import codec, schema, sizing, telemetry
 from .attempts import Plan, drive
@@ -62,7 +62,6 @@ from .context import (
     validate_after,
 )
 from .errors import (
-    ConflictRetriesExhausted,
     ContextFull,
     InvalidInput,
     ItemTooLarge,
@@ -99,6 +98,7 @@ from .wire import install_hooks, item_to_wire, send, to_python
 from .write_tokens import TOKEN_CAP, key
 
 R = TypeVar("R")
+V = TypeVar("V")
 
 _MAX_HINTS = 10_000  # sessions this instance keeps hints (and settled tokens) for
 _MAX_TTL_SECONDS = 366 * 86400 * 10  # ten years: anything longer is a units mistake
@@ -137,7 +137,7 @@ class SessionStore:
             ("max_context_messages", max_context_messages, WIDEST_COUNT),
             ("max_context_bytes", max_context_bytes, WIDEST_CONTEXT_BYTES),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= top:
+            if not (_is_int(value) and 0 < value <= top):
                 raise InvalidInput(f"{name} must be an int in 1..{top}, got {value!r}")
         self.max_context_messages = max_context_messages
         self.max_context_bytes = max_context_bytes
@@ -179,19 +179,12 @@ class SessionStore:
         idle_seconds: int | None = None,
         attributes: Mapping[str, JSON] | None = None,
     ) -> Session:
-        """Create a session in ``initializing`` (one PutItem, if the id is free).
-
-        ``ttl_seconds``: the session's absolute cap -- it expires then in any case, and
-        DynamoDB deletes it (and its pages, records and claims) after it. ``idle_seconds``
-        (1..``ttl_seconds``): it also expires once no accepted write has touched it for that
-        long (``Session.expires_at``); every write to the session moves that deadline on in
-        the request it sends anyway, and ``touch`` does it for a reader, in one UpdateItem.
-        An idle-expired session is refused everywhere exactly like one past its cap, though
-        DynamoDB deletes it only at the cap. ``attributes``: its first attributes (see
-        ``update_attributes``)."""
+        """Create a session in ``initializing``: one PutItem, ``SessionAlreadyExists`` if the id
+        is taken. ``ttl_seconds`` is its absolute cap; with ``idle_seconds`` (1..``ttl_seconds``)
+        it also expires once no accepted write has touched it for that long (README, "Idle
+        expiry"). ``attributes``: its first attributes (see ``update_attributes``)."""
         session_id = self.ids.session_id() if session_id is None else session_id
-        validate_id(session_id, "session_id")
-        _validate_owner(owner)
+        _validate_session(session_id, owner)
         _validate_ttl(ttl_seconds)
         _validate_idle(idle_seconds, ttl_seconds)
         attrs, added = (
@@ -217,13 +210,8 @@ class SessionStore:
             min(now_ms // 1000 + idle, ttl),
         )
         extra = attributes_item(session_id, token, 1, attrs, ttl) if attrs else None
-        plan = CreateSession(
-            self.table_name,
-            session_id,
-            item_to_wire(item),
-            token,
-            item_to_wire(extra) if extra is not None else None,
-        )
+        extra_wire = item_to_wire(extra) if extra is not None else None
+        plan = CreateSession(self.table_name, session_id, item_to_wire(item), token, extra_wire)
         try:
             self._drive(plan, f"create session {session_id!r}")
         finally:
@@ -238,21 +226,12 @@ class SessionStore:
     def get_session(self, session_id: str, *, owner: str | None = None) -> Session:
         """Strongly consistent read of the metadata item, and of the attributes item unless the
         session never had attributes or this instance holds their current copy."""
-        validate_id(session_id, "session_id")
-        _validate_owner(owner)
+        _validate_session(session_id, owner)
         return self._get(session_id, owner)[0]
 
     def _get(self, session_id: str, owner: str | None) -> tuple[Session, dict[str, Any]]:
         """The live session and its item as read (python-typed)."""
-        response = self._call(
-            "get_item",
-            {
-                "TableName": self.table_name,
-                "Key": schema.meta_key(session_id),
-                "ConsistentRead": True,
-            },
-        )
-        item = to_python(response.get("Item"))
+        item = self._get_item(schema.meta_key(session_id))
         session = live(session_id, item, owner, self.clock.now_ms() // 1000)
         self._remember(session)
         assert item is not None
@@ -260,13 +239,10 @@ class SessionStore:
 
     @telemetry.traced("touch")
     def touch(self, session_id: str, *, owner: str | None = None) -> Session:
-        """Keep a session alive for a reader that writes nothing: its idle deadline moves to
-        ``idle_seconds`` from now (never past the cap: ``Session.expires_at``). One UpdateItem
-        ``SET idleUntil = idle + :now`` under the live condition, ``ALL_NEW``: no version bump,
-        no request token (sending it twice is harmless). A missing, expired or foreign session
-        raises as a read would. Writes need no touch: each one moves the deadline itself."""
-        validate_id(session_id, "session_id")
-        _validate_owner(owner)
+        """Keep a session alive for a reader that writes nothing (writes move the deadline
+        themselves): one UpdateItem ``SET idleUntil = idle + :now`` under the live condition, no
+        version bump, no token. A missing, expired or foreign session raises as a read would."""
+        _validate_session(session_id, owner)
         return self._attach(
             self._drive(
                 Touch(self.table_name, session_id, owner, self._remember),
@@ -278,12 +254,10 @@ class SessionStore:
 
     @telemetry.traced("transition")
     def transition(self, session_id: str, to: Status, *, owner: str | None = None) -> Session:
-        """Move the session to ``to`` if the lifecycle table allows it, in one request
-        (``lifecycle``): the allowed source statuses are the condition, so no read is needed;
-        on a failure the returned old item says why. Asking for the current status is a no-op.
-        """
-        validate_id(session_id, "session_id")
-        _validate_owner(owner)
+        """Move the session to ``to`` if the lifecycle table allows it (else ``InvalidTransition``)
+        in one request: the allowed source statuses are the condition, so no read is needed; on a
+        failure the returned old item says why. Asking for the current status is a no-op."""
+        _validate_session(session_id, owner)
         if not isinstance(to, Status):
             raise InvalidInput(f"to must be a Status, not {to!r}")
         return self._write(session_id, owner, StatusEdit(session_id, to), version=None)
@@ -304,16 +278,12 @@ class SessionStore:
     def update_status(
         self, session_id: str, status: Status, *, owner: str | None = None
     ) -> Session:
-        """The source design's optimistic read-modify-write, done right (``locking``).
-
-        The version condition and the increment travel in one request; a conflict is retried
-        with the version from ALL_OLD (one request per retry, never a re-read), with exponential
-        backoff and full jitter, up to ``retry.max_attempts``. The version comes from this
-        instance's last copy of the session, or -- on a cold instance -- one read. The move is
-        checked against the lifecycle table on the item as read, and again by the condition.
-        """
-        validate_id(session_id, "session_id")
-        _validate_owner(owner)
+        """The source design's optimistic read-modify-write, done right (``locking``): one
+        request pinned to the version of this instance's last copy of the session (a cold
+        instance reads it first); a conflict is retried with the version from ALL_OLD, one
+        request per retry, up to ``retry.max_attempts``. An illegal move raises
+        ``InvalidTransition``, checked on the item as read and again by the condition."""
+        _validate_session(session_id, owner)
         if not isinstance(status, Status):
             raise InvalidInput(f"status must be a Status, not {status!r}")
         edit = StatusEdit(session_id, status)
@@ -338,24 +308,17 @@ class SessionStore:
         owner: str | None = None,
     ) -> Session:
         """Set ``changes`` and delete the names in ``remove`` among the session's attributes
-        (``Session.attributes``, module ``attributes``): a small map of JSON values in an item
-        beside the metadata item. One ``TransactWriteItems`` (both items; the version goes up by
-        one), then one Query that reads the session back; an instance that has not seen the
-        session reads it first.
+        (module ``attributes``): one ``TransactWriteItems`` of the metadata and attributes items
+        (the version goes up by one), then one Query that reads the session back; an instance
+        that has not seen the session reads it first.
 
-        Names match ``[A-Za-z][A-Za-z0-9_.-]{0,63}`` and are not the store's own field names;
-        values are stored as exact JSON text; all the attributes together take at most
-        ``ATTRIBUTES_MAX_BYTES`` (4 KiB): ``ItemTooLarge`` otherwise. Any status but ``closed``
-        (``SessionNotActive``).
-
-        Without ``expected_version`` the change is applied on top of whatever is current (last
-        writer wins per name) and concurrent writers never refuse each other; with it, a
-        different current version raises ``VersionConflict(current=...)``. So many names that
-        the request would pass DynamoDB's 4 KB expression limit (about 190) raise
-        ``RequestOverLimit`` (an ``InvalidInput``), nothing sent.
+        Names match ``[A-Za-z][A-Za-z0-9_.-]{0,63}``; all the attributes together take at most
+        ``ATTRIBUTES_MAX_BYTES`` (``ItemTooLarge``); any status but ``closed``
+        (``SessionNotActive``). Without ``expected_version`` last writer wins per name; with it,
+        another current version raises ``VersionConflict(current=...)``. More names than
+        DynamoDB's 4 KB expression limit allows (about 190) raise ``RequestOverLimit``, unsent.
         """
-        validate_id(session_id, "session_id")
-        _validate_owner(owner)
+        _validate_session(session_id, owner)
         _validate_expected(expected_version)
         texts, added = attribute_texts(changes, "changes")
         if isinstance(remove, str | bytes) or not isinstance(remove, Sequence):
@@ -394,24 +357,18 @@ class SessionStore:
     ) -> Session:
         """Append ``messages`` to the context of an active session, in order and exactly once.
 
-        Two writes (module ``context``): an UpdateItem on the metadata item reserves the next
-        seqs under every guard (alive, owner, active, room under ``max_context_messages`` /
-        ``max_context_bytes``) and bumps the version by one; then a PutItem stores the messages
-        as one immutable page. Each is billed by its own size -- the metadata item's is bounded
-        (``METADATA_OVERHEAD``), the page's is the messages' -- never by the context's.
-
-        Without ``expected_version`` concurrent appends never refuse each other (last writer
-        wins); with it, another current version raises ``VersionConflict(current=...)``.
-        Raises ``ContextFull`` when the limits would be passed (nothing written),
-        ``ItemTooLarge`` when the messages could not fit one page, before anything is sent.
-        Returns the metadata item as this append left it.
+        Two writes (module ``context``): an UpdateItem reserves the next seqs on the metadata
+        item under every guard and bumps the version; then a PutItem stores the messages as one
+        immutable page. Returns the metadata item as this append left it. Without
+        ``expected_version`` concurrent appends never refuse each other; with it, another current
+        version raises ``VersionConflict(current=...)``. ``ContextFull`` (past the store's
+        limits) and ``ItemTooLarge`` (more than one page holds) are raised with nothing written.
 
         If the page cannot be written after the reservation (``Unavailable``), the messages are
         not stored and the error says ``maybe_applied=False``: the reserved seqs stay a hole
         that readers skip (``message_count`` counts them).
         """
-        validate_id(session_id, "session_id")
-        _validate_owner(owner)
+        _validate_session(session_id, owner)
         encoded = message_texts(messages)
         _validate_expected(expected_version)
         added = sum(map(sizing.text_size, encoded))
@@ -493,11 +450,12 @@ class SessionStore:
         """
         validate_id(session_id, "session_id")
         validate_id(tool_call_id, "tool_call_id")
-        _validate_owner(owner)
+        if owner is not None:
+            validate_id(owner, "owner")
         if not isinstance(tool_name, str) or not tool_name or len(tool_name) > 256:
             raise InvalidInput("tool_name must be a non-empty string of at most 256 characters")
         name_text = codec.encode(tool_name, "tool_name")
-        if isinstance(duration_ms, bool) or not isinstance(duration_ms, int) or duration_ms < 0:
+        if not (_is_int(duration_ms) and duration_ms >= 0):
             raise InvalidInput("duration_ms must be a non-negative int")
         if ttl_seconds is not None:
             _validate_ttl(ttl_seconds)
@@ -523,20 +481,17 @@ class SessionStore:
         if put.existing is None:
             return record_from_item(item)  # what this write stored
         existing = put.existing
-        stored = record_from_item(existing) if state_of(existing) is CallState.RECORDED else None
-        if stored is None or existing["fingerprint"] != digest:
-            raise ToolCallConflict(stored, session_id, tool_call_id)
-        return stored
+        record = record_from_item(existing) if state_of(existing) is CallState.RECORDED else None
+        if record is None or existing["fingerprint"] != digest:
+            raise ToolCallConflict(record, session_id, tool_call_id)
+        return record
 
     @telemetry.traced("tool_calls")
     def tool_calls(self, session_id: str, *, owner: str | None = None) -> Iterator[ToolCallRecord]:
-        """The session's tool-call history in order of recording.
-
-        Two requests at least: the metadata item (GetItem, to check the session), then a Query
-        of the ``tool#`` range (the context pages sort between the two, so one Query would read
-        them all), read whole before this returns (the key is the id; ``history`` sorts by
-        recording time). A missing, expired or foreign session raises here. Records whose ttl
-        has passed and calls claimed but never recorded are left out.
+        """The session's live tool-call history in order of recording, read whole before this
+        returns: a GetItem of the metadata item (a missing, expired or foreign session raises),
+        then a Query of the ``tool#`` range (one Query from the metadata item would read every
+        context page too). Calls claimed but never recorded are left out.
         """
         self.get_session(session_id, owner=owner)
         now_s = self.clock.now_ms() // 1000
@@ -547,22 +502,16 @@ class SessionStore:
         self, session_id: str, *, owner: str | None = None, after: int | None = None
     ) -> ContextReader:
         """Every message of the session's context in order -- or those after seq ``after`` --
-        read lazily, page item by page item, following the Query's pagination.
-
-        From the start: one Query (the metadata item sorts first and is checked before anything
-        is returned). From ``after``: a GetItem of the metadata item, then a Query that starts at
-        the page holding seq ``after + 1``. A missing, expired or foreign session raises here.
-        The reader shows the appends that had begun when it read the metadata item (a snapshot;
-        see ``context.read_context``); its ``position`` is the seq to pass as ``after`` next
-        time.
-        """
-        validate_id(session_id, "session_id")
-        _validate_owner(owner)
+        read lazily, page item by page item. From the start: one Query (the metadata item sorts
+        first and is checked before anything is returned); from ``after``: a GetItem of the
+        metadata item, then a Query from the page holding seq ``after + 1``. A missing, expired
+        or foreign session raises here. The reader shows the appends that had begun when it read
+        the metadata item; its ``position`` is the seq to pass as ``after`` next time."""
+        _validate_session(session_id, owner)
         validate_after(after)
         now_s = self.clock.now_ms() // 1000
         if after is None:
-            items = self._items(session_id, schema.META_SK, schema.PAGES_END)
-            session, head, items = self._head(items, session_id, owner, now_s)
+            session, head, items = self._head(session_id, owner, now_s, schema.PAGES_END)
         else:
             session, head = self._get(session_id, owner)
             start = first_page_key(after) or schema.PAGE_PREFIX
@@ -574,11 +523,9 @@ class SessionStore:
     def load(self, session_id: str, *, owner: str | None = None) -> Loaded:
         """Metadata, context and live tool-call history from one Query (``metadata`` to the last
         ``tool#`` key, following ``LastEvaluatedKey``): ``Loaded(session, context, tool_calls)``."""
-        validate_id(session_id, "session_id")
-        _validate_owner(owner)
+        _validate_session(session_id, owner)
         now_s = self.clock.now_ms() // 1000
-        items = self._items(session_id, schema.META_SK, schema.TOOLS_END)
-        session, head, items = self._head(items, session_id, owner, now_s)
+        session, head, items = self._head(session_id, owner, now_s, schema.TOOLS_END)
         page_items: list[dict[str, Any]] = []
         call_items: list[dict[str, Any]] = []
         for item in items:
@@ -589,10 +536,11 @@ class SessionStore:
         return Loaded(session, Context(tuple(texts)), records)
 
     def _head(
-        self, items: Iterator[dict[str, Any]], session_id: str, owner: str | None, now_s: int
+        self, session_id: str, owner: str | None, now_s: int, high: str
     ) -> tuple[Session, dict[str, Any], Iterator[dict[str, Any]]]:
-        """The live session from the first items of a Query that starts at the metadata item
-        (the attributes item sorts right after it), and the items after those."""
+        """The live session and its item from a Query of its items from the metadata item to
+        ``high`` (the attributes item sorts right after it), and the items after those."""
+        items = self._items(session_id, schema.META_SK, high)
         head = next(items, None)
         if head is None or head["sk"] != schema.META_SK:
             raise SessionNotFound(session_id)
@@ -665,12 +613,12 @@ class SessionStore:
                 session = self._drive(plan, what)
             else:
                 self._drive(wrap(plan), what)
-                items = self._items(session_id, schema.META_SK, schema.ATTRS_SK)
-                session = self._head(items, session_id, owner, self.clock.now_ms() // 1000)[0]
+                now_s = self.clock.now_ms() // 1000
+                session = self._head(session_id, owner, now_s, schema.ATTRS_SK)[0]
             if then is not None:
                 then(session)
             return self._attach(session)
-        except (VersionConflict, ConflictRetriesExhausted) as exc:
+        except VersionConflict as exc:  # ConflictRetriesExhausted too
             exc.current = self._attach(exc.current)
             raise
         finally:
@@ -685,10 +633,12 @@ class SessionStore:
             if token not in tokens:
                 tokens.append(token)
             # Past the cap the oldest are forgotten: the horizon removes them in time.
-            settled[session_id] = tuple(tokens[-TOKEN_CAP:])
-            settled.move_to_end(session_id)
-            if len(settled) > _MAX_HINTS:
-                settled.popitem(last=False)
+            _keep_recent(settled, session_id, tuple(tokens[-TOKEN_CAP:]))
+
+    def _get_item(self, key: dict[str, Any]) -> dict[str, Any] | None:
+        """One strongly consistent GetItem: the item (python-typed), or None."""
+        request = {"TableName": self.table_name, "Key": key, "ConsistentRead": True}
+        return to_python(self._call("get_item", request).get("Item"))
 
     def _drive(self, plan: Plan[R], what: str) -> R:
         return drive(plan, self._call, self.clock, self.retry, what)
@@ -702,27 +652,18 @@ class SessionStore:
     def _remember(self, session: Session) -> None:
         session_id = session.session_id
         with self._seen_lock:
-            seen = self._seen
-            old = seen.get(session_id)
+            old = self._seen.get(session_id)
             # Another incarnation (the id was reused after TTL removed the session) replaces the
             # hint whatever its version; within one incarnation versions only go up.
-            if old is None:
-                seen[session_id] = session
-                if len(seen) > _MAX_HINTS:
-                    seen.popitem(last=False)
-                return
-            if old.incarnation != session.incarnation or old.version <= session.version:
-                seen[session_id] = session
-            seen.move_to_end(session_id)
+            if old is not None and old.incarnation == session.incarnation:
+                session = max(session, old, key=lambda copy: copy.version)  # a tie keeps the new
+            _keep_recent(self._seen, session_id, session)
 
     def _keep_attributes(self, session_id: str, attributes: Stored | None) -> None:
         if attributes is None:
             return
         with self._seen_lock:
-            self._attributes[session_id] = attributes
-            self._attributes.move_to_end(session_id)
-            if len(self._attributes) > _MAX_HINTS:
-                self._attributes.popitem(last=False)
+            _keep_recent(self._attributes, session_id, attributes)
 
     def _attach(self, session: Session) -> Session:
         """``session`` (the metadata item alone) with its attributes: none if it never had any,
@@ -736,15 +677,7 @@ class SessionStore:
             or copy.incarnation != session.incarnation
             or copy.rev < session.attributes_rev
         ):
-            response = self._call(
-                "get_item",
-                {
-                    "TableName": self.table_name,
-                    "Key": schema.attrs_key(session.session_id),
-                    "ConsistentRead": True,
-                },
-            )
-            copy = stored(to_python(response.get("Item")))
+            copy = stored(self._get_item(schema.attrs_key(session.session_id)))
             if copy is None or copy.incarnation != session.incarnation:
                 return session  # deleted by TTL: the session has expired meanwhile
             self._keep_attributes(session.session_id, copy)
@@ -760,36 +693,40 @@ class SessionStore:
         return seen
 
 
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _validate_session(session_id: str, owner: str | None) -> None:
+    validate_id(session_id, "session_id")
+    if owner is not None:
+        validate_id(owner, "owner")
+
+
 def _validate_ttl(ttl_seconds: object) -> None:
-    if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int):
+    if not _is_int(ttl_seconds):
         raise InvalidInput("ttl_seconds must be an int (seconds)")
     if not 0 < ttl_seconds <= _MAX_TTL_SECONDS:
         raise InvalidInput(f"ttl_seconds must be in 1..{_MAX_TTL_SECONDS}, got {ttl_seconds}")
 
 
 def _validate_idle(idle_seconds: object, ttl_seconds: int) -> None:
-    if idle_seconds is None:
-        return
-    if (
-        isinstance(idle_seconds, bool)
-        or not isinstance(idle_seconds, int)
-        or not 0 < idle_seconds <= ttl_seconds
-    ):
+    if idle_seconds is not None and not (_is_int(idle_seconds) and 0 < idle_seconds <= ttl_seconds):
         raise InvalidInput(
             f"idle_seconds must be None or an int in 1..ttl_seconds ({ttl_seconds}), "
             f"got {idle_seconds!r}"
         )
 
 
-def _validate_owner(owner: object) -> None:
-    if owner is not None:
-        validate_id(owner, "owner")
-
-
 def _validate_expected(expected_version: object) -> None:
-    if expected_version is not None and (
-        isinstance(expected_version, bool)
-        or not isinstance(expected_version, int)
-        or expected_version < 1
-    ):
+    if expected_version is not None and not (_is_int(expected_version) and expected_version >= 1):
         raise InvalidInput("expected_version must be a positive int")
+
+
+def _keep_recent(cache: OrderedDict[str, V], session_id: str, value: V) -> None:
+    """``value`` becomes the newest entry; past ``_MAX_HINTS`` entries the oldest is forgotten.
+    The caller holds ``_seen_lock``."""
+    cache[session_id] = value
+    cache.move_to_end(session_id)
+    if len(cache) > _MAX_HINTS:
+        cache.popitem(last=False)
