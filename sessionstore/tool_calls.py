@@ -1,12 +1,9 @@
 """Idempotent tool calls: one item per call, put once, completed in place.
 
 A tool call is one item at ``tool#<id>`` in its session's partition. The id is the
-idempotency key, stable across retries, instances and time. The item passes through two
-states (``CallState``):
-
-* ``claimed`` -- written *before* the tool runs (``sessionstore.mcp.claims``) with a claim
-  token and a lease: "this call is being executed";
-* ``recorded`` -- name, input, output, duration, the time it was recorded.
+idempotency key, stable across retries, instances and time. The item is ``claimed`` (written
+*before* the tool runs by ``sessionstore.mcp.claims``, with a claim token and a lease) or
+``recorded`` (name, input, output, duration, the time it was recorded): ``CallState``.
 
 Every first write of a call is one ``PutToolCall``: a ``TransactWriteItems`` of
 
@@ -21,16 +18,11 @@ Every first write of a call is one ``PutToolCall``: a ``TransactWriteItems`` of
 
 Both actions return ``ALL_OLD`` when refused, so one refused request says why -- and a repeat
 is answered from the item it returns, with no read. ``store.record_tool_call`` puts the item
-already ``recorded`` (one transaction, 4 write units for small items). An MCP claim puts it
-``claimed``; ``CompleteToolCall`` then writes the result into it with one UpdateItem (1 write
-unit) on the condition that the claim is still the caller's -- the claim's token, kept in
-the item, also tells a retry whose first response was lost that its own write landed.
-``PutRecord`` is the single PutItem of a call whose tool is harmless to run twice (read-only or
-idempotent by the server's own annotations): no claim, no transaction.
+``recorded``; an MCP claim puts it ``claimed``, and ``CompleteToolCall`` writes the result into
+it. ``PutRecord`` is the single PutItem of a harmless call: no claim, no transaction.
 
-The history is the recorded, live items of the ``tool#`` range, in order of recording
-(``history``): the key is the id, so one Query reads them in id order and they are sorted by
-``(recordedAt, id)``. A claim that never completed is not history.
+The history (``history``) is the recorded, live items of the ``tool#`` range, sorted by
+``(recordedAt, id)`` after the read: a claim that never completed is not history.
 """
 
 from __future__ import annotations
@@ -38,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import codec, schema, sizing
 from .attempts import RETRY, Retry, gave_up
@@ -48,11 +40,8 @@ from .expressions import Expr, all_of, extend_idle, live_session
 from .ids import MAX_ID_LENGTH
 from .item import WIDEST_TTL, live, session_from_item
 from .lifecycle import Status
-from .models import ToolCallRecord
+from .models import Session, ToolCallRecord
 from .wire import Cancelled, ConditionFailed, item_to_wire
-
-if TYPE_CHECKING:
-    from .models import Session
 
 
 class CallState(Enum):
@@ -63,12 +52,7 @@ class CallState(Enum):
 
 
 def call_item(
-    session_id: str,
-    tool_call_id: str,
-    tool_name: str,
-    fingerprint: str,
-    called_at: str,
-    ttl: int,
+    session_id: str, tool_call_id: str, tool_name: str, fingerprint: str, called_at: str, ttl: int
 ) -> dict[str, Any]:
     """What every call item holds (python-typed); a state and its fields are added to it.
 
@@ -152,15 +136,11 @@ _RECORD_OVERHEAD = sizing.item_size(
 )
 
 
-def record_size_bound(tool_name: str, input_text: str, output_text: str) -> int:
-    """At most 4 UTF-8 bytes per character of the three texts: a bound of the item's size."""
-    return _RECORD_OVERHEAD + 4 * (len(tool_name) + len(input_text) + len(output_text))
-
-
 def check_record_size(item: Mapping[str, Any], limit: int) -> None:
     """Refuse a recorded item over the item size limit before anything is sent."""
-    texts = (item["toolName"], item["input"], item["output"])
-    if record_size_bound(*texts) <= limit:
+    # At most 4 UTF-8 bytes per character of the three texts: a bound of the item's size.
+    characters = len(item["toolName"]) + len(item["input"]) + len(item["output"])
+    if _RECORD_OVERHEAD + 4 * characters <= limit:
         return  # the usual case: no need to measure
     size = sizing.item_size(item_to_wire(dict(item)))
     if size > limit:
@@ -175,9 +155,6 @@ class Put:
     existing: Mapping[str, Any] | None = None
 
 
-# Named condition clauses (each returns the condition text, its placeholders minted by ``e``).
-
-
 def _session_admits(e: Expr, owner: str | None, now_s: int, ttl: int, exact_ttl: bool) -> str:
     # Live, the caller's, active, and the incarnation the call's ttl belongs to.
     comparison = "=" if exact_ttl else ">="
@@ -188,9 +165,18 @@ def _session_admits(e: Expr, owner: str | None, now_s: int, ttl: int, exact_ttl:
     )
 
 
-def _id_free(e: Expr, now_s: int) -> str:
+def _put_call(table: str, item: dict[str, Any], now_s: int) -> dict[str, Any]:
     # No call under this id, or only one whose time is up (TTL has not removed it yet).
-    return f"attribute_not_exists({e.n('pk')}) OR {e.n('ttl')} <= {e.v(now_s)}"
+    e = Expr()
+    return {
+        "TableName": table,
+        "Item": item_to_wire(item),
+        "ConditionExpression": (
+            f"attribute_not_exists({e.n('pk')}) OR {e.n('ttl')} <= {e.v(now_s)}"
+        ),
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        **e.params(),
+    }
 
 
 @dataclass(slots=True)
@@ -210,7 +196,7 @@ class PutToolCall:
 
     def request(self, now_ms: int) -> dict[str, Any]:
         now_s = now_ms // 1000
-        session, call = Expr(), Expr()
+        session = Expr()
         return {
             "TransactItems": [
                 {
@@ -225,15 +211,7 @@ class PutToolCall:
                         **session.params(),
                     }
                 },
-                {
-                    "Put": {
-                        "TableName": self.table,
-                        "Item": item_to_wire(self.item),
-                        "ConditionExpression": _id_free(call, now_s),
-                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                        **call.params(),
-                    }
-                },
+                {"Put": _put_call(self.table, self.item, now_s)},
             ]
         }
 
@@ -281,14 +259,7 @@ class PutRecord:
     operation = "put_item"
 
     def request(self, now_ms: int) -> dict[str, Any]:
-        e = Expr()
-        return {
-            "TableName": self.table,
-            "Item": item_to_wire(self.item),
-            "ConditionExpression": _id_free(e, now_ms // 1000),
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            **e.params(),
-        }
+        return _put_call(self.table, self.item, now_ms // 1000)
 
     def succeeded(self, response: dict[str, Any]) -> Put:
         return Put()
@@ -346,14 +317,12 @@ class CompleteToolCall:
 
     def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> None:
         assert isinstance(failure, ConditionFailed)
-        old = failure.old
-        if old is None:
-            # TTL removed the claim: the session's time ran out while the tool ran.
-            raise SessionExpired(self.session_id, self.ttl)
+        old = failure.old or {}
         if old.get("claimToken") == self.token and state_of(old) is CallState.RECORDED:
             return None  # our own completion landed; its response was lost
-        # The id was taken again, which only an expired item allows: claims carry the session's
-        # exact ttl, so this incarnation of the session is over.
+        # TTL removed the claim (the session's time ran out while the tool ran), or the id was
+        # taken again, which only an expired item allows: claims carry the session's exact ttl,
+        # so this incarnation of the session is over.
         raise SessionExpired(self.session_id, self.ttl)
 
     def maybe_landed(self) -> None:

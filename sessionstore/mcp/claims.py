@@ -2,11 +2,10 @@
 
 Two deliveries of one call (a client retry after a lost response, two clients racing, two
 instances behind a load balancer) must not both run the tool. The call item of
-``sessionstore.tool_calls`` is put ``claimed`` first, in one guarded transaction
-(``PutToolCall``: the session live, the caller's and ``active``, its idle deadline moved on;
-the id free). Whoever's put lands executes; the tool's result is then written into the same
-item (``CompleteToolCall``: one UpdateItem, on the claim's token). Every other delivery is
-answered from the item its refused put returns (ALL_OLD), with no read:
+``sessionstore.tool_calls`` is put ``claimed`` first (``PutToolCall``, one guarded transaction);
+whoever's put lands executes, and the tool's result is then written into the same item
+(``CompleteToolCall``: one UpdateItem, on the claim's token). Every other delivery is answered
+from the item its refused put returns (ALL_OLD), with no read:
 
 ======================================  =================================================
 the item under the id                   answer (``State``)
@@ -133,6 +132,13 @@ def answer(existing: Mapping[str, Any], fingerprint: str, token: str, now_ms: in
     return Outcome(State.UNKNOWN, held)
 
 
+def _result_fields(arguments: JSON, output: JSON, duration_ms: int, at: str) -> dict[str, Any]:
+    """What a call's result adds to its item, the texts encoded and checked."""
+    return recorded_fields(
+        codec.encode(arguments, "input"), codec.encode(output, "output"), duration_ms, at
+    )
+
+
 @telemetry.traced("claim_tool_call")
 def claim(
     store: SessionStore,
@@ -188,40 +194,19 @@ def complete(
     limit; ``SessionExpired`` when the item is gone (the session's time ran out while the tool
     ran), also when the id was taken again after the claim expired.
     """
-    if claimed.token is None or (session_id, tool_call_id) != (
-        claimed.session_id,
-        claimed.tool_call_id,
-    ):
+    same_call = (claimed.session_id, claimed.tool_call_id) == (session_id, tool_call_id)
+    if claimed.token is None or not same_call:
         raise ValueError("complete needs this call's claim, with its token")
-    now_ms = store.clock.now_ms()
-    at = format_timestamp(now_ms)
-    fields = recorded_fields(
-        codec.encode(arguments, "input"), codec.encode(output, "output"), duration_ms, at
+    at = format_timestamp(store.clock.now_ms())
+    fields = _result_fields(arguments, output, duration_ms, at)
+    held = call_item(
+        session_id, tool_call_id, claimed.tool_name, claimed.fingerprint, at, claimed.ttl
     )
-    check_record_size(
-        {
-            **call_item(
-                claimed.session_id,
-                claimed.tool_call_id,
-                claimed.tool_name,
-                claimed.fingerprint,
-                at,
-                claimed.ttl,
-            ),
-            **fields,
-            "claimToken": claimed.token,
-        },
-        store.item_size_limit,
-    )
+    check_record_size({**held, **fields, "claimToken": claimed.token}, store.item_size_limit)
     plan = CompleteToolCall(
-        store.table_name,
-        claimed.session_id,
-        claimed.tool_call_id,
-        claimed.token,
-        claimed.ttl,
-        fields,
+        store.table_name, session_id, tool_call_id, claimed.token, claimed.ttl, fields
     )
-    store._drive(plan, f"completion of tool call {claimed.tool_call_id!r}")
+    store._drive(plan, f"completion of tool call {tool_call_id!r}")
 
 
 @telemetry.traced("record_tool_call")
@@ -241,13 +226,10 @@ def put_record(
     None when this put stored it; otherwise the ``Outcome`` the item under the id gives (a
     different request raises ``ToolCallIdReused``)."""
     fingerprint = call_fingerprint(tool_name, arguments)
-    now_ms = store.clock.now_ms()
-    at = format_timestamp(now_ms)
+    at = format_timestamp(store.clock.now_ms())
     item = {
         **call_item(session_id, tool_call_id, tool_name, fingerprint, at, ttl),
-        **recorded_fields(
-            codec.encode(arguments, "input"), codec.encode(output, "output"), duration_ms, at
-        ),
+        **_result_fields(arguments, output, duration_ms, at),
     }
     check_record_size(item, store.item_size_limit)
     put = store._drive(PutRecord(store.table_name, item), f"record of tool call {tool_call_id!r}")

@@ -9,33 +9,26 @@ generations, legacy and modern alike.
 
 For every ``tools/call`` (see ``protocol`` for the keys and error codes):
 
-1. the session id and the tool-call id come from ``_meta``; the owner is the authenticated
-   principal (``get_access_token()``), or nobody on an unauthenticated server;
-2. the session's ttl is learned once per instance (one ``GetItem``; it never changes), so a
-   missing, expired or foreign session is refused before anything is written;
-3. a claim (``claims.claim``: one transaction that puts the call item ``claimed``) says whether
-   this delivery may execute: if not, the stored result is returned (finished), or a clear
-   error says "in progress" or "outcome unknown" -- the tool never runs twice under one id;
-4. the tool runs with ``current_session()`` set for it; its duration is measured on the store's
-   clock;
-5. ``claims.complete`` writes the result (or the tool's error) into the claimed item: one
+1. ``routing`` finds the session (a handle argument, ``_meta`` or the legacy ``Mcp-Session-Id``)
+   and the key; the owner is the authenticated principal, or nobody on an unauthenticated server;
+2. a claim (``claims.claim``: one transaction that puts the call item ``claimed``, on the
+   session's ttl, read once per instance) says whether this delivery may execute: if not, the
+   stored result is returned, or an error says "in progress" or "outcome unknown" -- the tool
+   never runs twice under one id;
+3. the tool runs with ``current_session()`` set for it, timed on the store's clock;
+4. ``claims.complete`` writes the result (or the tool's error) into the claimed item: one
    UpdateItem.
 
 A tool the server annotates read-only or idempotent is not claimed: the session is read (or
 was checked by the legacy layer), the tool runs, and ``claims.put_record`` puts its record.
 
-Fresh call on a warm instance: 2 requests, 5 write units (claim 4 + completion 1); a repeat of
-a finished call: 1 request (the refused claim returns the record), and the tool is not run; a
-harmless call: a read and one PutItem (1 write unit).
-
 A tool that answers ``InputRequiredResult`` (2026-07-28 multi-round-trip) has not finished: its
 claim travels in the SDK-sealed ``requestState`` (``rounds``), and the round that finishes
 completes it; a retry of the whole call still meets the claim.
 
-The extension is one class over three modules, each short enough to read in one sitting:
-``sessions`` (open, check and end a session, shared by the methods, the tools and the legacy
-HTTP layer), ``routing`` (which session and key a call uses, and whether it is claimed) and this
-one (claim, run, record, answer a repeat).
+The extension is one class over three modules: ``sessions`` (open, check and end a session,
+shared by the methods, the tools and the legacy HTTP layer), ``routing`` (which session and key
+a call uses, and whether it is claimed) and this one (claim, run, record, answer a repeat).
 """
 
 from __future__ import annotations
@@ -87,9 +80,6 @@ from .tool_session import CURRENT_SESSION, ToolSession
 _ATTACHED: WeakKeyDictionary[MCPServer, SessionStoreExtension] = WeakKeyDictionary()
 
 
-# ---------------------------------------------------------------------------- the extension
-
-
 class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
     """Sessions in the table and at-most-once tool calls, on any ``MCPServer``.
 
@@ -97,12 +87,10 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
     unknown" -- longer than the slowest tool. ``default_ttl_seconds`` / ``max_ttl_seconds``
     bound what a session may ask for: its absolute cap. ``idle_seconds``: a session also
     expires after this long without a request that wrote to it (default 1800, the SDK's own
-    ``DEFAULT_SESSION_IDLE_TIMEOUT``; None: only the cap) -- every claim (and every write
-    a tool makes) moves the deadline on at no extra request, a read-only tool's session check
-    touches it when half of it has passed, and the legacy ``Mcp-Session-Id`` check adds one write
-    (``SessionStore.touch``) at most once per half idle period. ``open_tool`` /
-    ``close_tool``: the names of the tools it contributes for clients that know no custom
-    method (None: not contributed);
+    ``DEFAULT_SESSION_IDLE_TIMEOUT``; None: only the cap): claims move the deadline on at no
+    extra request, and a session check (a read-only tool's, the legacy layer's) touches it at
+    most once per half idle period. ``open_tool`` / ``close_tool``: the names of the tools it
+    contributes for clients that know no custom method (None: not contributed);
     ``handle_argument`` / ``idempotency_argument``: the tool arguments that carry a session
     handle and an idempotency key. Call ``attach(server)`` once the server exists
     (``create_server`` does): the interceptor looks tools up in it.
@@ -195,8 +183,6 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
                 described = {"name": name, "description": inspect.cleandoc(fn.__doc__ or "")}
                 bindings.append(ToolBinding(fn, kwargs=described))
         return bindings
-
-    # ------------------------------------------------------------------ tools/call
 
     async def intercept_tool_call(
         self,
@@ -293,7 +279,11 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
             # Not finished: the next round carries the claim in the sealed requestState.
             return rounds.suspend(result, claimed)
         if isinstance(result, CallToolResult):
-            output = {"callToolResult": _dump(result)}
+            # Without its per-response metadata, which is not part of the outcome.
+            dumped = result.model_dump(
+                mode="json", by_alias=True, exclude_none=True, exclude={"meta"}
+            )
+            output = {"callToolResult": dumped}
         else:
             output = {"unrecordable": type(result).__name__}
         await self._record(view, arguments, output, started, claimed, ttl)
@@ -309,13 +299,38 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
         ttl: int,
     ) -> None:
         duration = max(0, self.store.clock.now_ms() - started)
+
+        async def write(result: JSON) -> None:
+            if claimed is not None:
+                await self.store.run(
+                    claims.complete,
+                    self.store.store,
+                    view.session_id,
+                    view.tool_call_id,
+                    claimed,
+                    arguments,
+                    result,
+                    duration,
+                )
+            else:
+                await self.store.run(
+                    claims.put_record,
+                    self.store.store,
+                    view.session_id,
+                    view.tool_call_id,
+                    view.tool_name,
+                    arguments,
+                    result,
+                    duration,
+                    ttl=ttl,
+                )
+
         try:
             try:
-                await self._write_result(view, arguments, output, duration, claimed, ttl)
+                await write(output)
             except ItemTooLarge as exc:
                 # The result is delivered this once; a repeat is told it was too large to keep.
-                too_large: JSON = {"tooLarge": {"bytes": exc.current + exc.added}}
-                await self._write_result(view, arguments, too_large, duration, claimed, ttl)
+                await write({"tooLarge": {"bytes": exc.current + exc.added}})
         except (SessionStoreError, ToolCallIdReused) as exc:
             error = to_mcp_error(exc, view.session_id)
             if claimed is None:  # harmless: it ran, but running it changed nothing
@@ -325,45 +340,6 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
                 f"the tool ran but its result could not be recorded: {error.message}",
                 {**(error.data or {}), "executed": True},
             ) from exc
-
-    async def _write_result(
-        self,
-        view: ToolSession,
-        arguments: dict[str, Any],
-        output: JSON,
-        duration: int,
-        claimed: claims.Claim | None,
-        ttl: int,
-    ) -> None:
-        if claimed is not None:
-            await self.store.run(
-                claims.complete,
-                self.store.store,
-                view.session_id,
-                view.tool_call_id,
-                claimed,
-                arguments,
-                output,
-                duration,
-            )
-            return
-        await self.store.run(
-            claims.put_record,
-            self.store.store,
-            view.session_id,
-            view.tool_call_id,
-            view.tool_name,
-            arguments,
-            output,
-            duration,
-            ttl=ttl,
-        )
-
-
-def _dump(result: CallToolResult) -> dict[str, Any]:
-    dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-    dumped.pop("_meta", None)  # per-response metadata, not part of the outcome
-    return dict(dumped)
 
 
 def _answer_repeat(outcome: claims.Outcome) -> HandlerResult:

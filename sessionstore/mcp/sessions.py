@@ -13,7 +13,8 @@ import hashlib
 import json
 import logging
 from collections import OrderedDict
-from typing import Annotated, Any
+from collections.abc import Awaitable
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import principal_components
@@ -42,6 +43,8 @@ from .protocol import (
 )
 from .tool_session import CURRENT_SESSION, ToolSession, current_session
 
+T = TypeVar("T")
+
 _TTL_CACHE_SIZE = 10_000
 #: A session's default idle timeout: the SDK's own for its in-memory sessions
 #: (``mcp.server.streamable_http_manager.DEFAULT_SESSION_IDLE_TIMEOUT``, 30 minutes).
@@ -69,6 +72,14 @@ def principal_owner() -> str | None:
             pass
     digest = hashlib.sha256(json.dumps([client_id, issuer, subject]).encode()).hexdigest()
     return f"p-{digest[:40]}"
+
+
+async def _as_mcp(call: Awaitable[T], session_id: str | None = None) -> T:
+    """What ``call`` returns, our errors raised as MCP errors."""
+    try:
+        return await call
+    except SessionStoreError as exc:
+        raise to_mcp_error(exc, session_id) from exc
 
 
 def needs_touch(session: Session, now_s: int) -> bool:
@@ -163,12 +174,10 @@ class SessionLifecycle:
             raise
 
     async def _session_ttl(self, session_id: str, owner: str | None) -> int:
-        key = (session_id, owner)
-        ttl = self._ttls.get(key)
+        ttl = self._ttls.get((session_id, owner))
         # Past its ttl the id may name a new session (re-created after TTL removed the old).
         if ttl is None or ttl <= self.store.clock.now_ms() // 1000:
-            session = await self.store.get_session(session_id, owner=owner)
-            ttl = session.ttl
+            ttl = (await self.store.get_session(session_id, owner=owner)).ttl
             self._remember(session_id, owner, ttl)
         return ttl
 
@@ -182,53 +191,35 @@ class SessionLifecycle:
 
     async def _open(self, ctx: ServerRequestContext[Any, Any], params: Any) -> HandlerResult:
         assert isinstance(params, OpenSessionParams)
-        try:
-            session = await self.open_session(ttl_seconds=params.ttl_seconds)
-        except SessionStoreError as exc:
-            raise to_mcp_error(exc) from exc
+        session = await _as_mcp(self.open_session(ttl_seconds=params.ttl_seconds))
         return OpenSessionResult(
             session_id=session.session_id, status=session.status.value, expires_at=session.ttl
         )
 
     async def _close(self, ctx: ServerRequestContext[Any, Any], params: Any) -> HandlerResult:
         session_id = required_session_id(params.meta if params is not None else None)
-        try:
-            session = await self.end_session(session_id)
-        except SessionStoreError as exc:
-            raise to_mcp_error(exc, session_id) from exc
+        session = await _as_mcp(self.end_session(session_id), session_id)
         return CloseSessionResult(session_id=session_id, status=session.status.value)
 
     def _open_tool_fn(self) -> Any:
-        extension = self
-
         async def open_session(
             ttl_seconds: Annotated[int | None, Field(ge=1)] = None,
         ) -> OpenedSession:
             """Open a session: pass the session_id it returns to every tool that takes one,
             and close it with close_session when done. It expires at expires_at (epoch
             seconds) in any case."""
-            try:
-                session = await extension.open_session(ttl_seconds=ttl_seconds)
-            except SessionStoreError as exc:
-                raise to_mcp_error(exc) from exc
+            session = await _as_mcp(self.open_session(ttl_seconds=ttl_seconds))
             return OpenedSession(
-                session_id=session.session_id,
-                status=session.status.value,
-                expires_at=session.ttl,
+                session_id=session.session_id, status=session.status.value, expires_at=session.ttl
             )
 
         return open_session
 
     def _close_tool_fn(self) -> Any:
-        extension = self
-
         async def close_session(session_id: SessionHandle = None) -> OpenedSession:
             """Close the session: later calls with its session_id are refused."""
             current = current_session()  # the interceptor resolved and checked it
-            try:
-                session = await extension.end_session(current.session_id)
-            except SessionStoreError as exc:
-                raise to_mcp_error(exc, current.session_id) from exc
+            session = await _as_mcp(self.end_session(current.session_id), current.session_id)
             return OpenedSession(
                 session_id=session.session_id, status=session.status.value, expires_at=session.ttl
             )
@@ -246,10 +237,7 @@ class SessionLifecycle:
     ) -> HandlerResult:
         # Closing is a lifecycle step, not a call in the session's history.
         if legacy is None:
-            try:
-                await self.store.get_session(session_id, owner=owner)
-            except SessionStoreError as exc:
-                raise to_mcp_error(exc, session_id) from exc
+            await _as_mcp(self.store.get_session(session_id, owner=owner), session_id)
         view = ToolSession(session_id, owner, "", name, self.store)
         token = CURRENT_SESSION.set(view)
         try:
