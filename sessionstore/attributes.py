@@ -22,17 +22,15 @@ attribute      holds
 =============  ==============================================================================
 
 A change (``AttributesWrite``) is one ``TransactWriteItems``: the metadata write every change
-makes (``locking.MetadataWrite``: alive, the caller's, not closed, the version guard, the request
-token, ``attrsRev + 1``) and the change to this item. Without ``expected_version`` it goes
-last-writer-wins per name, so writers never refuse each other: ``SET`` / ``REMOVE`` by name
-(top-level attributes, so the same update creates the item when the session has none yet), and
-``attrBytes`` grows by the size of what it writes (subtracting nothing: it is a bound, kept
-without knowing the values replaced) on the condition that the bound stays under the limit. When
-that is refused -- the bound is not exact enough, or the item is an earlier session's -- the
-next attempt puts the whole map computed from the item the refusal returned, on the condition
-that the item is still that one (its ``rev``), with ``attrBytes`` exact. So the bound
-only ever refuses what really does not fit. A transaction returns nothing when it succeeds: the
-store reads the session back (one Query of both items).
+makes (``locking.MetadataWrite``; here: not closed, ``attrsRev + 1``) and the change to this
+item. Unless ``expected_version`` pins the version, it goes last writer wins per name: ``SET`` /
+``REMOVE`` of top-level attributes (so the same update creates the item), and ``attrBytes``
+grows by the size of what it writes (a bound: the values replaced are unknown) on the condition
+that it stays under the limit. When that is refused (the bound is too pessimistic, or the item
+is an earlier session's), the next attempt puts the whole map computed from the item the refusal
+returned, with ``attrBytes`` exact, on the condition that the item is still that one (its
+``rev``): the bound only ever refuses what really does not fit. A transaction returns nothing:
+the store reads the session back (one Query of both items).
 """
 
 from __future__ import annotations
@@ -64,14 +62,9 @@ _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}\Z")
 #: Names that would read like the store's own fields (on the item or on ``Session``), refused
 #: whatever their case so that ``session.attributes["Status"]`` never passes for the status.
 RESERVED_ATTRIBUTE_NAMES = frozenset(
-    name.lower()
-    for name in (
-        *("pk", "sk", "sessionId", "session_id", "version", "status", "owner", "createdAt"),
-        *("created_at", "updatedAt", "updated_at", "ttl", "context", "contextBytes"),
-        *("messageCount", "message_count", "context_bytes", "incarnation", "attrs"),
-        *("attributes", "attrBytes", "attribute_bytes", "tk", "write_tokens", "rev"),
-        *("attrsRev", "attributes_rev"),
-    )
+    """pk sk sessionId session_id version status owner createdAt created_at updatedAt updated_at
+    ttl context contextBytes messageCount message_count context_bytes incarnation attrs attributes
+    attrBytes attribute_bytes tk write_tokens rev attrsRev attributes_rev""".lower().split()
 )
 
 
@@ -84,14 +77,13 @@ def attributes_size(attrs: Mapping[str, str]) -> int:
     return EMPTY_MAP_BYTES + sum(attribute_bytes(k, v) for k, v in attrs.items())
 
 
-def validate_name(name: object) -> str:
+def validate_name(name: object) -> None:
     if not isinstance(name, str) or _NAME.match(name) is None:
         raise InvalidInput(
             f"attribute names must match [A-Za-z][A-Za-z0-9_.-]{{0,63}}, got {name!r:.80}"
         )
     if name.lower() in RESERVED_ATTRIBUTE_NAMES:
         raise InvalidInput(f"attribute name {name!r} is one of the store's own fields")
-    return name
 
 
 def attribute_texts(values: object, what: str) -> tuple[dict[str, str], int]:
@@ -159,12 +151,6 @@ class AttributesEdit:
     added: int
     incarnation: str
 
-    def after(self, current: Mapping[str, str]) -> dict[str, str]:
-        """The attributes ``current`` (stored JSON text) would be after this edit."""
-        out = {k: v for k, v in current.items() if k not in self.remove}
-        out.update(self.changes)
-        return out
-
     def clauses(self, e: Expr) -> tuple[str, str, str]:
         rev = e.n("attrsRev")
         condition = (
@@ -202,7 +188,7 @@ class AttributesWrite:
         if current is not None and current.incarnation != self.edit.incarnation:
             current = None  # an earlier session's: replaced whole
         raw = current.attributes.raw if current is not None else {}
-        after = self.edit.after(raw)
+        after = {k: v for k, v in raw.items() if k not in self.edit.remove} | self.edit.changes
         size = attributes_size(after)
         if size > ATTRIBUTES_MAX_BYTES:
             now = attributes_size(raw)

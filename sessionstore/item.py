@@ -144,13 +144,12 @@ WIDEST_CONTEXT_BYTES = int("9" * 15)
 
 
 def _max_size() -> int:
-    widest_token = "x" * MAX_TOKEN_LENGTH
     widest = new_item(
         "x" * MAX_ID_LENGTH,
         "x" * MAX_ID_LENGTH,
         "x" * 24,
         WIDEST_TTL,
-        widest_token,
+        "x" * MAX_TOKEN_LENGTH,
         0,
         int("9" * 20),
         WIDEST_TTL,

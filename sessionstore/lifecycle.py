@@ -32,8 +32,7 @@ class Status(StrEnum):
     CLOSED = "closed"
 
 
-#: The only source of truth for the state machine. A move not listed here is refused by a
-#: condition expression on the server, never by a read followed by a write.
+#: The only source of truth for the state machine.
 TRANSITIONS: dict[Status, frozenset[Status]] = {
     Status.INITIALIZING: frozenset({Status.ACTIVE, Status.CLOSING}),
     Status.ACTIVE: frozenset({Status.CLOSING}),
@@ -45,10 +44,6 @@ TRANSITIONS: dict[Status, frozenset[Status]] = {
 def sources(target: Status) -> list[Status]:
     """Statuses from which ``target`` may be entered, in declaration order."""
     return [s for s in Status if target in TRANSITIONS[s]]
-
-
-def allowed(current: Status, target: Status) -> bool:
-    return target in TRANSITIONS[current]
 
 
 @dataclass(slots=True)
@@ -76,7 +71,7 @@ class StatusEdit:
     def judge(self, current: Session) -> Session | None:
         if current.status is self.to:
             return current  # already there: nothing to write
-        if not allowed(current.status, self.to):
+        if self.to not in TRANSITIONS[current.status]:
             raise InvalidTransition(self.session_id, current.status, self.to)
         return None
 

@@ -1,25 +1,19 @@
 """Optimistic locking: the version condition, and the one write plan for the metadata item.
 
 Every write to the metadata item bumps ``version`` by one, so a reader can tell two copies
-apart. Whether the write is *conditioned* on the version is the caller's choice
-(``version_guard``), as PynamoDB's ``_handle_version_attribute`` does it:
+apart; only a *pinned* write is also conditioned on it (``version_guard``, as PynamoDB's
+``_handle_version_attribute`` does it): one given ``expected_version``, where a stale version is
+``VersionConflict``, and ``update_status``, computed from the item as read and retried on the
+version the refusal's ALL_OLD carries (one request per retry, never a re-read). Appends,
+attribute changes and transitions go last writer wins: they are right on top of whatever version
+is current, so concurrent writers never refuse each other.
 
-* **pinned** -- ``version = :expected``: what ``expected_version`` asks for, and what a change
-  computed from the item as read needs (``update_status``). A stale version is retried with the
-  version the refusal's ALL_OLD carries (one request per retry, never a re-read), or raised as
-  ``VersionConflict`` when the caller named the version;
-* **last writer wins** -- no version condition: appends and attribute changes are right on top
-  of whatever version is current, so concurrent writers never refuse each other (a retried
-  conflict would have re-sent the same change anyway).
-
-``MetadataWrite`` is that write: the guards every write has (the session exists, is alive --
-cap and idle deadline -- and is the caller's), the edit's own clauses and condition (``Edit``:
-a transition, a status update, attributes, a context reservation), the version guard, the
-request token (``write_tokens``), and the idle deadline moved on (``idleUntil = idle + :now``,
-``expressions.extend_idle``): every accepted write keeps an idle session alive, in the request
-it sends anyway. Its refusal interpreter reads the item ALL_OLD returned, once, in order:
-our token (our lost attempt landed), not live (not found / expired), the edit's verdict (already
-done, or not allowed), a stale version, a full token map.
+``MetadataWrite`` adds to the edit's own clauses (``Edit``) what every write has: the guards
+(the session exists, is alive and is the caller's), the version guard, the request token
+(``write_tokens``) and the idle deadline moved on (``expressions.extend_idle``), so an accepted
+write keeps an idle session alive in the request it sends anyway. Its refusal interpreter reads
+the ALL_OLD item once, in order: our token (our lost attempt landed), not live, the edit's
+verdict (already done, or not allowed), a stale version, a full token map.
 """
 
 from __future__ import annotations
@@ -29,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from . import schema, write_tokens
-from .attempts import RETRY, Retry
+from .attempts import RETRY, Retry, gave_up
 from .clock import format_timestamp
 from .errors import (
     ConflictRetriesExhausted,
@@ -52,22 +46,34 @@ def version_guard(e: Expr, version: int | None) -> tuple[str, str]:
     return condition, f"{v} = {v} + {e.v(1)}"
 
 
+def _update_metadata(
+    table: str, session_id: str, e: Expr, update: str, condition: str
+) -> dict[str, Any]:
+    """An UpdateItem of the metadata item that returns it: ALL_NEW, or ALL_OLD when refused."""
+    return {
+        "TableName": table,
+        "Key": schema.meta_key(session_id),
+        "UpdateExpression": update,
+        "ConditionExpression": condition,
+        "ReturnValues": "ALL_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        **e.params(),
+    }
+
+
 class Edit(Protocol):
     """What a write to the metadata item changes, besides the version, ``updatedAt`` and the
     request token (which ``MetadataWrite`` adds)."""
 
     def clauses(self, e: Expr) -> tuple[str, str, str]:
         """``(SET actions, REMOVE actions, condition)``, each possibly empty."""
-        ...
 
     def token_value(self, e: Expr, now_s: int) -> str:
         """What the write stores under its token (an expression)."""
-        ...
 
     def judge(self, current: Session) -> Session | None:
         """After a refusal, on the live item: a result (nothing to write), None (write it), or
         raise the typed error (not allowed)."""
-        ...
 
 
 @dataclass(slots=True)
@@ -112,17 +118,8 @@ class MetadataWrite:
         dropped = ", ".join(r for r in (removes, token_removes) if r)
         if dropped:
             update += " REMOVE " + dropped
-        return {
-            "TableName": self.table,
-            "Key": schema.meta_key(self.session_id),
-            "UpdateExpression": update,
-            "ConditionExpression": all_of(
-                alive, edit_condition, version_condition, token_condition
-            ),
-            "ReturnValues": "ALL_NEW",
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            **e.params(),
-        }
+        condition = all_of(alive, edit_condition, version_condition, token_condition)
+        return _update_metadata(self.table, self.session_id, e, update, condition)
 
     def succeeded(self, response: dict[str, Any]) -> Session:
         return self._keep(session_from_item(to_python(response["Attributes"]) or {}))
@@ -172,10 +169,9 @@ class MetadataWrite:
 
 @dataclass(slots=True)
 class Touch:
-    """``SessionStore.touch``: move an idle session's deadline on without changing anything
-    else -- one UpdateItem ``SET idleUntil = idle + :now`` under the live condition, no version
-    bump, no request token: re-sending it (a lost response) only moves the deadline again, to
-    the same place or later, which is what was asked."""
+    """``SessionStore.touch``: move an idle session's deadline on and change nothing else -- no
+    version bump, no request token: re-sending it (a lost response) only moves the deadline
+    again, to the same place or later, which is what was asked."""
 
     table: str
     session_id: str
@@ -187,15 +183,9 @@ class Touch:
     def request(self, now_ms: int) -> dict[str, Any]:
         e = Expr()
         now_s = now_ms // 1000
-        return {
-            "TableName": self.table,
-            "Key": schema.meta_key(self.session_id),
-            "UpdateExpression": "SET " + extend_idle(e, now_s),
-            "ConditionExpression": live_session(e, owner=self.owner, now_s=now_s),
-            "ReturnValues": "ALL_NEW",
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            **e.params(),
-        }
+        update = "SET " + extend_idle(e, now_s)
+        condition = live_session(e, owner=self.owner, now_s=now_s)
+        return _update_metadata(self.table, self.session_id, e, update, condition)
 
     def succeeded(self, response: dict[str, Any]) -> Session:
         session = session_from_item(to_python(response["Attributes"]) or {})
@@ -212,7 +202,4 @@ class Touch:
         pass  # harmless either way: the next attempt moves the deadline again
 
     def exhausted(self, attempts: int) -> SessionStoreError:
-        return Unavailable(
-            f"touch of session {self.session_id!r}: gave up after {attempts} attempts",
-            maybe_applied=False,
-        )
+        return gave_up(f"touch of session {self.session_id!r}", attempts)

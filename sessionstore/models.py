@@ -113,22 +113,18 @@ class Session:
     ``message_count`` / ``context_bytes`` count what has been appended (an append whose page
     never landed counts, see ``SessionStore.append_context``).
 
-    Equal when every field is equal; hashed on ``(session_id, version, incarnation)`` -- a
-    snapshot's identity -- because its attributes are not hashable. ``incarnation`` tells a
-    session apart from an earlier one that had the same id.
-
-    ``attributes`` live in an item of their own (``sessionstore.attributes``), read with the
-    metadata item; ``attributes_rev`` counts their changes (0: never had any).
-    ``attribute_bytes``, ``attributes_rev`` and ``write_tokens`` are bookkeeping the store needs
-    (the attributes' size bound, the request tokens of recent writes); they take no part in
-    equality.
+    Equal when every field but the store's bookkeeping is equal (``attribute_bytes``, the
+    attributes' size bound; ``attributes_rev``, how many times they changed; ``write_tokens``);
+    hashed on ``(session_id, version, incarnation)``, a snapshot's identity, since its attributes
+    (read from their own item, ``sessionstore.attributes``) are not hashable. ``incarnation``
+    tells a session apart from an earlier one that had the same id.
 
     ``ttl`` is the absolute cap (DynamoDB deletes the item after it). A session created with
     ``idle_seconds`` also expires when no accepted write touched it for that long:
     ``idle_until`` is that deadline as the item holds it, moved by every write (it may pass
-    ``ttl``; the cap wins). ``expires_at`` is the earlier of the two: the session is refused
-    from then on. A fixed-ttl session has ``idle_seconds`` None and ``idle_until`` at least
-    ``ttl`` (0, the default, means ``ttl``).
+    ``ttl``). ``expires_at``, the earlier of the two, is when the session is refused. A
+    fixed-ttl session has ``idle_seconds`` None and ``idle_until`` at least ``ttl`` (0, the
+    default, means ``ttl``).
     """
 
     session_id: str

@@ -64,7 +64,8 @@ def tool_sk(tool_call_id: str) -> str:
 #: The attribute DynamoDB's TTL deletes expired items by.
 TTL_ATTRIBUTE = "ttl"
 _POLL_S = 0.5
-#: What an UpdateTimeToLive refused because another caller's came first says.
+#: What an UpdateTimeToLive refused because another caller's came first says: "TimeToLive is
+#: already enabled", or "...modified multiple times..." while that change is in progress.
 _TTL_RACE = re.compile(r"already enabled|modified|in progress", re.IGNORECASE)
 
 
@@ -74,15 +75,11 @@ def create_table(client: Any, table_name: str, *, wait: bool = True, timeout_s: 
 
     Several instances may start at once on a new table: one creates it and returns True, the
     others get ``ResourceInUseException`` and return False; with ``wait`` each waits (up to
-    ``timeout_s``) until the table is ACTIVE. TTL is requested unless it is ENABLING or ENABLED.
-    DynamoDB refuses an ``UpdateTimeToLive`` that another caller's has just beaten
-    (``ValidationException``: "TimeToLive is already enabled", or "Time to live has been modified
-    multiple times within a fixed interval" while that change is in progress); such a refusal is
-    success once ``DescribeTimeToLive`` shows TTL ENABLING or ENABLED on ``ttl`` (re-read until
-    ``timeout_s`` while it still says DISABLED), and is raised otherwise. Any other error is
-    raised. ``wait=False`` does not wait for ACTIVE before asking for TTL."""
+    ``timeout_s``) until the table is ACTIVE. TTL is then requested unless it is ENABLING or
+    ENABLED; a ``ValidationException`` saying another caller's request came first is success
+    once ``DescribeTimeToLive`` shows TTL ENABLING or ENABLED on ``ttl`` (re-read until
+    ``timeout_s``), and is raised otherwise, like any other error."""
     deadline = time.monotonic() + timeout_s
-    created = False
     try:
         client.create_table(
             TableName=table_name,
@@ -98,7 +95,7 @@ def create_table(client: Any, table_name: str, *, wait: bool = True, timeout_s: 
         )
         created = True
     except client.exceptions.ResourceInUseException:
-        pass  # created by another caller, possibly still CREATING
+        created = False  # another caller's, possibly still CREATING
     if wait:
         while _table_status(client, table_name) != "ACTIVE":
             if time.monotonic() > deadline:
@@ -111,7 +108,9 @@ def create_table(client: Any, table_name: str, *, wait: bool = True, timeout_s: 
                 TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
             )
         except ClientError as exc:
-            if not _beaten_to_ttl(exc):
+            error = exc.response.get("Error", {})
+            race = _TTL_RACE.search(error.get("Message", ""))
+            if error.get("Code") != "ValidationException" or race is None:
                 raise
             _confirm_ttl_enabled(client, table_name, deadline, exc)
     return created
@@ -127,17 +126,8 @@ def _table_status(client: Any, table_name: str) -> str | None:
 
 
 def _ttl(client: Any, table_name: str) -> dict[str, Any]:
-    description: dict[str, Any] = client.describe_time_to_live(TableName=table_name)[
-        "TimeToLiveDescription"
-    ]
-    return description
-
-
-def _beaten_to_ttl(exc: ClientError) -> bool:
-    error = exc.response.get("Error", {})
-    return error.get("Code") == "ValidationException" and bool(
-        _TTL_RACE.search(error.get("Message", ""))
-    )
+    response = client.describe_time_to_live(TableName=table_name)
+    return dict(response["TimeToLiveDescription"])
 
 
 def _confirm_ttl_enabled(
