@@ -16,7 +16,6 @@ from .updates import StatusWalk, Summary
 
 RESULTS = Path(__file__).resolve().parent / "results"
 README = Path(__file__).resolve().parent.parent / "README.md"
-BEGIN, END = "<!-- bench -->", "<!-- /bench -->"
 
 NAMES = {
     "sessionstore": "sessionstore",
@@ -681,13 +680,20 @@ def plot_growth(ax: Any, curves: Curves) -> None:
 
 def update_readme(table: str, readme: Path = README) -> bool:
     """Replace the block between the markers, if the README has both (in order)."""
+    return update_block("bench", table, readme)
+
+
+def update_block(name: str, text: str, readme: Path = README) -> bool:
+    """Replace the README's block ``<!-- name -->`` .. ``<!-- /name -->`` with ``text``: the
+    figures a benchmark measured, written by the run itself instead of typed."""
     if not readme.exists():
         return False
-    text = readme.read_text()
-    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.DOTALL)
-    if not pattern.search(text):
+    begin, end = f"<!-- {name} -->", f"<!-- /{name} -->"
+    old = readme.read_text()
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
+    if not pattern.search(old):
         return False
-    new = pattern.sub(lambda _m: f"{BEGIN}\n{table.rstrip()}\n{END}", text, count=1)
-    if new != text:
+    new = pattern.sub(lambda _m: f"{begin}\n{text.rstrip()}\n{end}", old, count=1)
+    if new != old:
         readme.write_text(new)
     return True
