@@ -482,7 +482,7 @@ class SessionStore:
             return record_from_item(item)  # what this write stored
         existing = put.existing
         record = record_from_item(existing) if state_of(existing) is CallState.RECORDED else None
-        if record is None or existing["fingerprint"] != digest:
+        if record is None or existing.get("fingerprint") != digest:  # (none: an old record)
             raise ToolCallConflict(record, session_id, tool_call_id)
         return record
 

@@ -8,6 +8,7 @@ import pytest
 
 import sessionstore as ss
 from sessionstore import sizing
+from sessionstore.mcp import claims
 from sessionstore.testing import Fault, FaultInjector, RequestLog, source_design
 
 from .conftest import scan
@@ -317,3 +318,30 @@ def test_the_previous_releases_records_still_read_as_history(
         "old-1",
         "new-1",
     ]
+
+
+def test_an_id_that_spells_a_previous_release_key_is_a_conflict_not_a_key_error(
+    store: ss.SessionStore, active: ss.Session, client: Any, table: str
+) -> None:
+    """Review: ids may hold "#", so ``<recordedAt>#<id>`` names the key of an old record (no
+    fingerprint): that id is taken by another call until the record expires."""
+    sid, at = active.session_id, "2026-01-01T12:00:00.000Z"
+    old = {
+        "pk": {"S": f"session#{sid}"},
+        "sk": {"S": f"tool#{at}#old-1"},
+        "sessionId": {"S": sid},
+        "toolCallId": {"S": "old-1"},
+        "toolName": {"S": "search"},
+        "input": {"S": "{}"},
+        "output": {"S": "1"},
+        "durationMs": {"N": "3"},
+        "recordedAt": {"S": at},
+        "ttl": {"N": str(active.ttl)},
+    }
+    client.put_item(TableName=table, Item=old)
+    with pytest.raises(ss.ToolCallConflict):
+        record(store, sid, f"{at}#old-1")
+    with pytest.raises(claims.ToolCallIdReused):
+        claims.claim(
+            store, sid, f"{at}#old-1", "search", {}, owner="alice", ttl=active.ttl, lease_ms=1000
+        )

@@ -88,7 +88,8 @@ class Claim:
             session_id=item["sessionId"],
             tool_call_id=item["toolCallId"],
             tool_name=item["toolName"],
-            fingerprint=item["fingerprint"],
+            # The previous release's records have none; one can hold an id containing "#".
+            fingerprint=item.get("fingerprint", ""),
             token=item.get("claimToken"),
             lease_until_ms=None if lease is None else int(lease),
             ttl=int(item["ttl"]),
