@@ -189,11 +189,13 @@ def capture_ops(endpoint: str, *, long_context: int = 100) -> list[OpSpec]:
             sid, "call-1", "search", TOOL_INPUT, TOOL_OUTPUT, 42, owner=owner
         ),
     )
+    # The transition first: after an attribute change, a cold instance's transition also reads
+    # the attributes (its ALL_NEW shows attrsRev moved), which a warm one does not.
+    add("transition", lambda s: s.transition(sid, ss.Status.CLOSING, owner=owner))
     add(
         "update_attributes",
         lambda s: s.update_attributes(sid, {"title": "Incident review"}, owner=owner),
     )
-    add("transition", lambda s: s.transition(sid, ss.Status.CLOSING, owner=owner))
 
     # The same append on a session whose context already holds ``long_context`` messages:
     # the metadata item no longer holds the context, so this should cost what the short one does.

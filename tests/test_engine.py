@@ -193,3 +193,43 @@ def test_stock_moto_loses_updates_which_is_why_we_serialize() -> None:
             break
     print(f"stock moto (acknowledged, lost updates, lost elements): {seen}")
     assert any(lost > 0 for _, lost, _ in seen)
+
+
+def test_a_cancelled_transaction_writes_nothing_and_costs_what_its_items_cost(
+    client: Any, table: str
+) -> None:
+    """The engine backs up the items a transaction names, not the whole table (moto copied the
+    table, once per action): a cancelled one must still leave every item as it was."""
+    create_table(client, table)
+
+    def key(sk: str) -> dict[str, Any]:
+        return {"pk": {"S": "p"}, "sk": {"S": sk}}
+
+    client.put_item(TableName=table, Item={**key("b"), "n": {"N": "1"}})
+    client.put_item(TableName=table, Item={**key("c"), "n": {"N": "1"}})
+    before = client.scan(TableName=table, ConsistentRead=True)["Items"]
+    actions = [
+        {"Put": {"TableName": table, "Item": {**key("a"), "n": {"N": "9"}}}},  # applied first
+        {
+            "Update": {
+                "TableName": table,
+                "Key": key("b"),
+                "UpdateExpression": "SET n = :nine",
+                "ExpressionAttributeValues": {":nine": {"N": "9"}},
+            }
+        },
+        {"Delete": {"TableName": table, "Key": key("c")}},
+        {
+            "ConditionCheck": {
+                "TableName": table,
+                "Key": key("d"),
+                "ConditionExpression": "attribute_exists(pk)",  # d is missing: cancelled
+            }
+        },
+    ]
+    with pytest.raises(client.exceptions.TransactionCanceledException):
+        client.transact_write_items(TransactItems=actions)
+    assert client.scan(TableName=table, ConsistentRead=True)["Items"] == before
+    client.transact_write_items(TransactItems=actions[:3])  # without the failing check: applied
+    after = {i["sk"]["S"]: i["n"]["N"] for i in client.scan(TableName=table)["Items"]}
+    assert after == {"a": "9", "b": "9"}
