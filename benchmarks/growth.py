@@ -42,6 +42,7 @@ from sessionstore import codec, schema, sizing
 from sessionstore.clock import format_timestamp
 from sessionstore.item import METADATA_OVERHEAD
 from sessionstore.testing import RequestLog
+from sessionstore.tool_calls import call_item, recorded_fields
 
 _SER = TypeSerializer()
 #: DynamoDB returns at most 1 MB per Query page (moto: 1,000,000 B by its own measure).
@@ -465,23 +466,15 @@ def _source_base() -> dict[str, Any]:
 
 
 def _ours_record(session_id: str, n: int) -> dict[str, Any]:
+    """A recorded call item exactly as ``record_tool_call`` writes it (``tool_calls``)."""
     at = format_timestamp(1_767_268_800_000 + n)
     call_id = f"call-{n:06d}"
-    return {
-        k: _SER.serialize(v)
-        for k, v in {
-            "pk": schema.pk(session_id),
-            "sk": schema.tool_sk(at, call_id),
-            "sessionId": session_id,
-            "toolCallId": call_id,
-            "toolName": "search",
-            "input": codec.encode(TOOL_INPUT),
-            "output": codec.encode(TOOL_OUTPUT),
-            "durationMs": 42,
-            "recordedAt": at,
-            "ttl": 1_767_355_200,
-        }.items()
+    digest = codec.fingerprint(codec.encode("search"), TOOL_INPUT)
+    item = {
+        **call_item(session_id, call_id, "search", digest, at, 1_767_355_200),
+        **recorded_fields(codec.encode(TOOL_INPUT), codec.encode(TOOL_OUTPUT), 42, at),
     }
+    return {k: _SER.serialize(v) for k, v in item.items()}
 
 
 def _source_record(session_id: str, n: int) -> dict[str, Any]:
