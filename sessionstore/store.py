@@ -16,8 +16,9 @@ module              pattern                                     notebook
 ==================  ==========================================  ========
 
 A write is one request on the happy path (an append two: the reservation, then its page; an
-attribute change two: its transaction, then the read-back), and each conflict retry is one more; ``update_status`` and ``record_tool_call`` read the session
-first on an instance that has not seen it. A failed condition returns the current item
+attribute change two: its transaction, then the read-back), and each conflict retry is one
+more; ``update_status`` and ``record_tool_call`` read the session first on an instance that has
+not seen it. A failed condition returns the current item
 (``ReturnValuesOnConditionCheckFailure=ALL_OLD``), which is all it takes to tell "not found"
 from "expired" from "wrong status" from "stale version" -- and whether our own earlier attempt
 had in fact landed.
