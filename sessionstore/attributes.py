@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import codec, schema
-from .attempts import RETRY, Retry
+from .attempts import RETRY, Retry, gave_up
 from .errors import DynamoDBError, InvalidInput, ItemTooLarge, SessionNotActive, SessionStoreError
 from .expressions import Expr
 from .item import owned
@@ -264,6 +264,8 @@ class AttributesWrite:
         pass  # the metadata write's token settles it
 
     def exhausted(self, attempts: int) -> SessionStoreError:
+        if self.meta.current is None:  # refused on the attributes item only, by rival changes
+            return gave_up(f"attribute change of session {self.edit.session_id!r}", attempts)
         return self.meta.exhausted(attempts)
 
 

@@ -26,6 +26,7 @@ had in fact landed.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import threading
@@ -67,6 +68,7 @@ from .errors import (
     InvalidInput,
     ItemTooLarge,
     SessionNotFound,
+    SessionStoreError,
     ToolCallConflict,
     Unavailable,
     VersionConflict,
@@ -230,34 +232,36 @@ class SessionStore:
         _validate_session(session_id, owner)
         return self._get(session_id, owner)[0]
 
-    def _get(self, session_id: str, owner: str | None) -> tuple[Session, dict[str, Any]]:
-        """The live session and its item as read (python-typed)."""
+    def _get(
+        self, session_id: str, owner: str | None, *, attach: bool = True
+    ) -> tuple[Session, dict[str, Any]]:
+        """The live session and its item as read (python-typed); without its attributes for a
+        caller that needs only the metadata (a ttl, a version, the context's counters)."""
         item = self._get_item(schema.meta_key(session_id))
         session = live(session_id, item, owner, self.clock.now_ms() // 1000)
         self._remember(session)
         assert item is not None
-        return self._attach(session), item
+        return self._attach(session) if attach else session, item
 
     @telemetry.traced("touch")
     def touch(self, session_id: str, *, owner: str | None = None) -> Session:
         """Keep a session alive for a reader that writes nothing (writes move the deadline
         themselves): one UpdateItem ``SET idleUntil = idle + :now`` under the live condition, no
-        version bump, no token. A missing, expired or foreign session raises as a read would."""
+        version bump, no token (and one GetItem of the attributes if this instance's copy is not
+        current). A missing, expired or foreign session raises as a read would."""
         _validate_session(session_id, owner)
-        return self._attach(
-            self._drive(
-                Touch(self.table_name, session_id, owner, self._remember),
-                f"touch of session {session_id!r}",
-            )
-        )
+        what = f"touch of session {session_id!r}"
+        session = self._drive(Touch(self.table_name, session_id, owner, self._remember), what)
+        return self._landed(what, lambda: self._attach(session))
 
     # ------------------------------------------------------------------ lifecycle
 
     @telemetry.traced("transition")
     def transition(self, session_id: str, to: Status, *, owner: str | None = None) -> Session:
         """Move the session to ``to`` if the lifecycle table allows it (else ``InvalidTransition``)
-        in one request: the allowed source statuses are the condition, so no read is needed; on a
-        failure the returned old item says why. Asking for the current status is a no-op."""
+        in one request (and one GetItem of the attributes if this instance's copy is not
+        current): the allowed source statuses are the condition, so no read is needed before; on
+        a failure the returned old item says why. Asking for the current status is a no-op."""
         _validate_session(session_id, owner)
         if not isinstance(to, Status):
             raise InvalidInput(f"to must be a Status, not {to!r}")
@@ -290,10 +294,10 @@ class SessionStore:
         edit = StatusEdit(session_id, status)
         seen = self._hint(session_id, owner)
         if seen is None:
-            seen = self.get_session(session_id, owner=owner)
+            seen = self._get(session_id, owner, attach=False)[0]
             done = edit.judge(seen)
             if done is not None:
-                return done
+                return self._attach(done)
         return self._write(session_id, owner, edit, version=seen.version)
 
     # ------------------------------------------------------------------ attributes
@@ -334,7 +338,7 @@ class SessionStore:
             raise InvalidInput(f"attributes both changed and removed: {sorted(both)}")
         if EMPTY_MAP_BYTES + added > ATTRIBUTES_MAX_BYTES:  # could never fit: refuse unsent
             raise ItemTooLarge(EMPTY_MAP_BYTES, added, ATTRIBUTES_MAX_BYTES, what="attributes")
-        seen = self._hint(session_id, owner) or self._get(session_id, owner)[0]
+        seen = self._hint(session_id, owner) or self._get(session_id, owner, attach=False)[0]
         edit = AttributesEdit(session_id, texts, gone, added, seen.incarnation)
         return self._write(
             session_id,
@@ -467,7 +471,7 @@ class SessionStore:
             ttl = now_ms // 1000 + ttl_seconds
         else:
             seen = self._hint(session_id, owner)
-            ttl = seen.ttl if seen else self.get_session(session_id, owner=owner).ttl
+            ttl = seen.ttl if seen else self._get(session_id, owner, attach=False)[0].ttl
         at = format_timestamp(now_ms)
         digest = codec.fingerprint(name_text, input)
         item = {
@@ -494,7 +498,8 @@ class SessionStore:
         then a Query of the ``tool#`` range (one Query from the metadata item would read every
         context page too). Calls claimed but never recorded are left out.
         """
-        self.get_session(session_id, owner=owner)
+        _validate_session(session_id, owner)
+        self._get(session_id, owner, attach=False)  # checks the session: live, the caller's
         now_s = self.clock.now_ms() // 1000
         return iter(history(self._items(session_id, schema.TOOL_PREFIX, schema.TOOLS_END), now_s))
 
@@ -514,7 +519,7 @@ class SessionStore:
         if after is None:
             session, head, items = self._head(session_id, owner, now_s, schema.PAGES_END)
         else:
-            session, head = self._get(session_id, owner)
+            session, head = self._get(session_id, owner, attach=False)
             start = first_page_key(after) or schema.PAGE_PREFIX
             items = self._items(session_id, start, schema.PAGES_END)
         recent = recent_reservations(head, now_s)
@@ -608,19 +613,22 @@ class SessionStore:
             seen_tokens=seen.write_tokens if seen is not None else None,
             settled=self._settled.get(session_id, ()),  # one dict read: no lock needed
         )
+        what = f"write to session {session_id!r}"
         try:
-            what = f"write to session {session_id!r}"
-            if wrap is None:
-                session = self._drive(plan, what)
-            else:
+            if wrap is not None:
                 self._drive(wrap(plan), what)
                 now_s = self.clock.now_ms() // 1000
-                session = self._head(session_id, owner, now_s, schema.ATTRS_SK)[0]
+                return self._landed(
+                    what, lambda: self._head(session_id, owner, now_s, schema.ATTRS_SK)[0]
+                )
+            session = self._drive(plan, what)
             if then is not None:
                 then(session)
-            return self._attach(session)
+            return self._landed(what, lambda: self._attach(session))
         except VersionConflict as exc:  # ConflictRetriesExhausted too
-            exc.current = self._attach(exc.current)
+            # With the attributes if they can be had: a failed read must not hide the conflict.
+            with contextlib.suppress(SessionStoreError):
+                exc.current = self._attach(exc.current)
             raise
         finally:
             self._settle(session_id, token, plan.removed)
@@ -659,6 +667,18 @@ class SessionStore:
             if old is not None and old.incarnation == session.incarnation:
                 session = max(session, old, key=lambda copy: copy.version)  # a tie keeps the new
             _keep_recent(self._seen, session_id, session)
+
+    @staticmethod
+    def _landed(what: str, read: Callable[[], Session]) -> Session:
+        """The session after a write that has landed, read if need be (its attributes): a failed
+        read must not make the write look unwritten, or a caller would send it again."""
+        try:
+            return read()
+        except SessionStoreError as exc:
+            raise Unavailable(
+                f"{what} was applied; reading the session after it failed: {exc}",
+                maybe_applied=True,
+            ) from exc
 
     def _keep_attributes(self, session_id: str, attributes: Stored | None) -> None:
         if attributes is None:

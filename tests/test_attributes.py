@@ -235,3 +235,75 @@ def test_an_earlier_sessions_attributes_are_not_inherited(
     assert changed.attributes == {"b": 2}  # the old item was replaced whole, not merged into
     raw = stored(client, table, "reused", schema.ATTRS_SK)
     assert raw["incarnation"]["S"] == second.incarnation and raw["rev"] == {"N": "1"}
+
+
+def _refused_reads(client: Any, operation: str) -> Any:
+    """Answer every ``operation`` with a refusal (nothing read), as DynamoDB would one it denies."""
+    from botocore.awsrequest import AWSResponse
+
+    body = b'{"__type": "com.amazonaws.dynamodb.v20120810#AccessDeniedException", "message": "no"}'
+
+    class Raw:
+        def stream(self, **_: Any) -> Any:
+            yield body
+
+    def answer(request: Any, **_: Any) -> AWSResponse:
+        headers: Any = {"Content-Type": "application/x-amz-json-1.0"}
+        return AWSResponse(request.url, 400, headers, Raw())
+
+    client.meta.events.register(f"before-send.dynamodb.{operation}", answer)
+    return answer
+
+
+@pytest.mark.parametrize("operation", ["GetItem", "Query"])
+def test_a_landed_write_whose_attributes_read_fails_says_it_was_applied(
+    client: Any, table: str, clock: ss.ManualClock, store: ss.SessionStore, operation: str
+) -> None:
+    """Review: the write landed, then the read of the attributes for its result failed, and the
+    caller was told nothing was written -- a retried append stored its messages twice."""
+    sid = store.create_session(owner="alice", attributes={"a": 1}).session_id
+    store.activate(sid, owner="alice")
+    ss.SessionStore(client, table, clock=clock).update_attributes(sid, {"b": 2}, owner="alice")
+    handler = _refused_reads(client, operation)
+    try:
+        with pytest.raises(ss.Unavailable) as caught:
+            if operation == "GetItem":  # our copy of the attributes is stale: read after it
+                store.append_context(sid, ["once"], owner="alice")
+            else:  # the read-back of an attribute change
+                store.update_attributes(sid, {"c": 3}, owner="alice")
+    finally:
+        client.meta.events.unregister(f"before-send.dynamodb.{operation}", handler)
+    assert caught.value.maybe_applied and "was applied" in str(caught.value)
+    loaded = store.load(sid, owner="alice")
+    if operation == "GetItem":
+        assert list(loaded.context) == ["once"]
+    else:
+        assert loaded.session.attributes == {"a": 1, "b": 2, "c": 3}
+
+
+def test_an_attribute_change_outrun_by_rivals_ends_typed(
+    client: Any, table: str, clock: ss.ManualClock
+) -> None:
+    """Review: refused only on the attributes item (every whole-map Put lost to a rival's
+    change), the change ended in a bare AssertionError."""
+    owner = ss.SessionStore(client, table, clock=clock)
+    sid = owner.create_session(attributes={"doc": "x" * 3000}).session_id
+    mine = ss.SessionStore(
+        client, table, clock=clock, retry=ss.RetryPolicy(max_attempts=2, sleep=lambda _s: None)
+    )
+    sends = 0
+
+    def rival_first(**_: Any) -> None:
+        nonlocal sends
+        sends += 1
+        if sends == 2:  # between our refused by-name attempt and our whole-map Put
+            owner.update_attributes(sid, {"other": 1})
+
+    client.meta.events.register("before-send.dynamodb.TransactWriteItems", rival_first)
+    try:
+        with pytest.raises(ss.Unavailable) as caught:
+            mine.update_attributes(sid, {"doc": "y" * 3000})
+    finally:
+        client.meta.events.unregister("before-send.dynamodb.TransactWriteItems", rival_first)
+    assert not caught.value.maybe_applied
+    assert owner.get_session(sid).attributes["doc"] == "x" * 3000
