@@ -250,9 +250,10 @@ def readme_paragraph(r: dict[str, Any], clients: int, calls: int) -> str:
         f"writes this paragraph: {clients} clients x {calls} `note` calls, two server processes "
         f"on one engine process): {len(seconds) / r['wall']:.1f} calls/s, p50 "
         f"{statistics.median(seconds):.1f} s, p99 {p99:.1f} s, {a['records']} of {len(seconds)} "
-        "recorded once; the previous release, measured the same way, 3.9 calls/s, p50 6.0 s, "
-        "p99 11.1 s (moto is pure Python and serves one request at a time; real DynamoDB is "
-        "faster, not measured here)."
+        "recorded once. The previous release made 3.9 calls/s (p50 6.0 s, p99 11.1 s) on the "
+        "engine of its time, whose transactions copied the whole table; on that engine this "
+        "release made 14.4 calls/s (p50 1.5 s, p99 3.2 s, 2026-12-05). moto is pure Python and "
+        "serves one request at a time; real DynamoDB is faster, not measured here."
     )
 
 
