@@ -6,9 +6,8 @@ read with the session itself (``get_session`` reads them beside it). Names match
 exact JSON text; the whole map takes at most ``ATTRIBUTES_MAX_BYTES``.
 
 Why not on the metadata item: every tool call's claim, every append and every transition writes
-that item, and DynamoDB bills a write by the item's whole size (twice in a transaction). 4 KiB of
-attributes there made a fresh tool call cost 13 write units instead of 5. Here only a change of
-the attributes pays for them.
+that item, and DynamoDB bills a write by the item's whole size (twice in a transaction): 4 KiB
+there made a fresh tool call cost 13 write units instead of 5. Here only a change pays for them.
 
 =============  ==============================================================================
 attribute      holds
@@ -68,13 +67,9 @@ RESERVED_ATTRIBUTE_NAMES = frozenset(
 )
 
 
-def attribute_bytes(name: str, text: str) -> int:
-    """What one attribute adds to the attributes' size (names are ASCII)."""
-    return len(name) + len(text.encode("utf-8")) + 1
-
-
 def attributes_size(attrs: Mapping[str, str]) -> int:
-    return EMPTY_MAP_BYTES + sum(attribute_bytes(k, v) for k, v in attrs.items())
+    """The size of the map of names to JSON texts (names are ASCII)."""
+    return EMPTY_MAP_BYTES + sum(len(k) + len(v.encode("utf-8")) + 1 for k, v in attrs.items())
 
 
 def validate_name(name: object) -> None:
@@ -91,12 +86,10 @@ def attribute_texts(values: object, what: str) -> tuple[dict[str, str], int]:
     if not isinstance(values, Mapping):
         raise InvalidInput(f"{what} must be a mapping of attribute names to JSON values")
     texts: dict[str, str] = {}
-    added = 0
     for name, value in values.items():
         validate_name(name)
-        texts[name] = text = codec.encode(value, f"{what}[{name!r}]")
-        added += attribute_bytes(name, text)
-    return texts, added
+        texts[name] = codec.encode(value, f"{what}[{name!r}]")
+    return texts, attributes_size(texts) - EMPTY_MAP_BYTES
 
 
 def attributes_item(
@@ -208,13 +201,13 @@ class AttributesWrite:
         e = Expr()
         table, key = self.meta.table, schema.attrs_key(self.edit.session_id)
         if self.whole is not None:
-            # Still the item the whole map was computed from.
-            incarnation = e.v(self.edit.incarnation)
-            unchanged = (
-                f"attribute_not_exists({e.n('pk')}) OR {e.n('incarnation')} <> {incarnation}"
-                if self.whole_rev is None
-                else f"{e.n('rev')} = {e.v(self.whole_rev)}"
-            )
+            # Still the item the whole map was computed from (every placeholder sent is used:
+            # DynamoDB refuses an unused one).
+            if self.whole_rev is None:
+                ours = e.v(self.edit.incarnation)
+                unchanged = f"attribute_not_exists({e.n('pk')}) OR {e.n('incarnation')} <> {ours}"
+            else:
+                unchanged = f"{e.n('rev')} = {e.v(self.whole_rev)}"
             put = {"TableName": table, "Item": item_to_wire(self.whole)}
             return {"Put": {**put, "ConditionExpression": unchanged, **_old(e)}}
         counted, rev, incarnation = e.n("attrBytes"), e.n("rev"), e.n("incarnation")

@@ -14,7 +14,7 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeSerializer
 
-from .errors import ItemOverLimit, RequestOverLimit
+from .errors import DynamoDBError, ItemOverLimit, RequestOverLimit
 from .sizing import MAX_ITEM_BYTES, item_size, text_size
 
 _SERIALIZER = TypeSerializer()
@@ -128,6 +128,14 @@ def check_limits(operation: str, request: Mapping[str, Any]) -> None:
 
 
 def _check_action(where: str, body: Mapping[str, Any]) -> None:
+    # DynamoDB refuses a placeholder no expression uses (the embedded engine does not check).
+    used = " ".join(text for f in _EXPRESSIONS if isinstance(text := body.get(f), str))
+    for field in ("ExpressionAttributeNames", "ExpressionAttributeValues"):
+        for key in body.get(field) or ():
+            if not re.search(re.escape(key) + r"(?![A-Za-z0-9_])", used):
+                raise DynamoDBError(
+                    "ValidationException", f"{where}: {field} {key} is used in no expression"
+                )
     for field in _EXPRESSIONS:
         text = body.get(field)
         if not isinstance(text, str):

@@ -449,3 +449,26 @@ def test_standalone_engine_takes_409_600_bytes_and_refuses_409_601() -> None:
     finally:
         server.terminate()
         server.wait(timeout=20)
+
+
+@pytest.mark.parametrize("field", ["ExpressionAttributeNames", "ExpressionAttributeValues"])
+def test_a_placeholder_no_expression_uses_is_refused_unsent(field: str) -> None:
+    """DynamoDB refuses an unused placeholder (a ValidationException); the embedded engine takes
+    it. Review: an attribute change's whole-map Put sent one (``:v0``, its incarnation) that
+    its condition on ``rev`` did not use."""
+    request: dict[str, Any] = {
+        "TableName": "t",
+        "Key": _key(),
+        "ConditionExpression": "#r = :v1",
+        "ExpressionAttributeNames": {"#r": "rev"},
+        "ExpressionAttributeValues": {":v1": {"N": "1"}},
+    }
+    check_limits("delete_item", request)  # every placeholder used: fine
+    request[field] = {**request[field], "#k1" if "Names" in field else ":v10": {"S": "x"}}
+    if "Names" in field:
+        request[field]["#k1"] = "x"
+    with pytest.raises(ss.DynamoDBError) as caught:
+        check_limits("delete_item", request)
+    assert caught.value.code == "ValidationException" and "used in no expression" in str(
+        caught.value
+    )
