@@ -15,13 +15,10 @@ module              pattern                                     notebook
 ``attempts``        one driver for every write's attempts        06
 ==================  ==========================================  ========
 
-A write is one request on the happy path (an append two: the reservation, then its page; an
-attribute change two: its transaction, then the read-back), and each conflict retry is one
-more; ``update_status`` and ``record_tool_call`` read the session first on an instance that has
-not seen it. A failed condition returns the current item
-(``ReturnValuesOnConditionCheckFailure=ALL_OLD``), which is all it takes to tell "not found"
-from "expired" from "wrong status" from "stale version" -- and whether our own earlier attempt
-had in fact landed.
+Each method's docstring gives its cost in requests. A failed condition returns the current item
+(``ReturnValuesOnConditionCheckFailure=ALL_OLD``), which is all it takes to tell "not found" from
+"expired" from "wrong status" from "stale version" -- and whether our own earlier attempt had in
+fact landed.
 """
 
 from __future__ import annotations
@@ -45,8 +42,8 @@ from .attributes import (
     attribute_texts,
     attributes_item,
     stored,
+    validate_name,
 )
-from .attributes import validate_name as _validate_attribute_name
 from .clock import Clock, SystemClock, format_timestamp
 from .codec import JSON
 from .context import (
@@ -188,18 +185,14 @@ class SessionStore:
         expiry"). ``attributes``: its first attributes (see ``update_attributes``)."""
         session_id = self.ids.session_id() if session_id is None else session_id
         _validate_session(session_id, owner)
-        _validate_ttl(ttl_seconds)
-        _validate_idle(idle_seconds, ttl_seconds)
-        attrs, added = (
-            attribute_texts(attributes, "attributes") if attributes is not None else ({}, 0)
-        )
+        _validate_ttl(ttl_seconds, idle_seconds)
+        attrs, added = attribute_texts({} if attributes is None else attributes, "attributes")
         if EMPTY_MAP_BYTES + added > ATTRIBUTES_MAX_BYTES:
             raise ItemTooLarge(EMPTY_MAP_BYTES, added, ATTRIBUTES_MAX_BYTES, what="attributes")
         token = self._token()
         now_ms = self.clock.now_ms()
         ttl = now_ms // 1000 + ttl_seconds
-        # A fixed-ttl session is idle for its whole ttl: the deadline every write moves on
-        # (``idle + now``) then never comes before the cap, with no second formula.
+        # A fixed-ttl session is idle for its whole ttl: one formula (``expressions.extend_idle``).
         idle = ttl_seconds if idle_seconds is None else idle_seconds
         item = new_item(
             session_id,
@@ -221,8 +214,7 @@ class SessionStore:
             self._settle(session_id, token, ())
         session = session_from_item(item)
         self._remember(session)
-        if extra is not None:
-            self._keep_attributes(session_id, stored(extra))
+        self._keep_attributes(session_id, stored(extra))
         return self._attach(session)
 
     @telemetry.traced("get_session")
@@ -230,18 +222,15 @@ class SessionStore:
         """Strongly consistent read of the metadata item, and of the attributes item unless the
         session never had attributes or this instance holds their current copy."""
         _validate_session(session_id, owner)
-        return self._get(session_id, owner)[0]
+        return self._attach(self._get(session_id, owner)[0])
 
-    def _get(
-        self, session_id: str, owner: str | None, *, attach: bool = True
-    ) -> tuple[Session, dict[str, Any]]:
-        """The live session and its item as read (python-typed); without its attributes for a
-        caller that needs only the metadata (a ttl, a version, the context's counters)."""
+    def _get(self, session_id: str, owner: str | None) -> tuple[Session, dict[str, Any]]:
+        """The live session, without its attributes, and its item as read (python-typed)."""
         item = self._get_item(schema.meta_key(session_id))
         session = live(session_id, item, owner, self.clock.now_ms() // 1000)
         self._remember(session)
         assert item is not None
-        return self._attach(session) if attach else session, item
+        return session, item
 
     @telemetry.traced("touch")
     def touch(self, session_id: str, *, owner: str | None = None) -> Session:
@@ -294,7 +283,7 @@ class SessionStore:
         edit = StatusEdit(session_id, status)
         seen = self._hint(session_id, owner)
         if seen is None:
-            seen = self._get(session_id, owner, attach=False)[0]
+            seen = self._get(session_id, owner)[0]
             done = edit.judge(seen)
             if done is not None:
                 return self._attach(done)
@@ -329,7 +318,7 @@ class SessionStore:
         if isinstance(remove, str | bytes) or not isinstance(remove, Sequence):
             raise InvalidInput("remove must be a sequence of attribute names")
         for name in remove:
-            _validate_attribute_name(name)
+            validate_name(name)
         gone = tuple(dict.fromkeys(remove))
         if not texts and not gone:
             raise InvalidInput("changes or remove must name at least one attribute")
@@ -338,7 +327,7 @@ class SessionStore:
             raise InvalidInput(f"attributes both changed and removed: {sorted(both)}")
         if EMPTY_MAP_BYTES + added > ATTRIBUTES_MAX_BYTES:  # could never fit: refuse unsent
             raise ItemTooLarge(EMPTY_MAP_BYTES, added, ATTRIBUTES_MAX_BYTES, what="attributes")
-        seen = self._hint(session_id, owner) or self._get(session_id, owner, attach=False)[0]
+        seen = self._hint(session_id, owner) or self._get(session_id, owner)[0]
         edit = AttributesEdit(session_id, texts, gone, added, seen.incarnation)
         return self._write(
             session_id,
@@ -470,8 +459,7 @@ class SessionStore:
         if ttl_seconds is not None:
             ttl = now_ms // 1000 + ttl_seconds
         else:
-            seen = self._hint(session_id, owner)
-            ttl = seen.ttl if seen else self._get(session_id, owner, attach=False)[0].ttl
+            ttl = (self._hint(session_id, owner) or self._get(session_id, owner)[0]).ttl
         at = format_timestamp(now_ms)
         digest = codec.fingerprint(name_text, input)
         item = {
@@ -496,10 +484,9 @@ class SessionStore:
         """The session's live tool-call history in order of recording, read whole before this
         returns: a GetItem of the metadata item (a missing, expired or foreign session raises),
         then a Query of the ``tool#`` range (one Query from the metadata item would read every
-        context page too). Calls claimed but never recorded are left out.
-        """
+        context page too). Calls claimed but never recorded are left out."""
         _validate_session(session_id, owner)
-        self._get(session_id, owner, attach=False)  # checks the session: live, the caller's
+        self._get(session_id, owner)  # checks the session: live, the caller's
         now_s = self.clock.now_ms() // 1000
         return iter(history(self._items(session_id, schema.TOOL_PREFIX, schema.TOOLS_END), now_s))
 
@@ -519,7 +506,7 @@ class SessionStore:
         if after is None:
             session, head, items = self._head(session_id, owner, now_s, schema.PAGES_END)
         else:
-            session, head = self._get(session_id, owner, attach=False)
+            session, head = self._get(session_id, owner)
             start = first_page_key(after) or schema.PAGE_PREFIX
             items = self._items(session_id, start, schema.PAGES_END)
         recent = recent_reservations(head, now_s)
@@ -560,8 +547,7 @@ class SessionStore:
         return self._attach(session), head, items
 
     def _items(self, session_id: str, low: str, high: str) -> Iterator[dict[str, Any]]:
-        """The items of one session with ``low <= sk <= high`` in key order, strongly
-        consistent, one Query page at a time (python-typed)."""
+        """The session's items with ``low <= sk <= high`` in key order, one Query page at a time."""
         e = Expr()
         partition = f"{e.n('pk')} = {e.v(schema.pk(session_id))}"
         key = f"{partition} AND {e.n('sk')} BETWEEN {e.v(low)} AND {e.v(high)}"
@@ -637,15 +623,13 @@ class SessionStore:
         """A write to ``session_id`` has ended: its token is dead; the tokens its landed attempt
         removed are gone."""
         with self._seen_lock:
-            settled = self._settled
-            tokens = [t for t in settled.get(session_id, ()) if key(t) not in removed]
+            tokens = [t for t in self._settled.get(session_id, ()) if key(t) not in removed]
             if token not in tokens:
                 tokens.append(token)
             # Past the cap the oldest are forgotten: the horizon removes them in time.
-            _keep_recent(settled, session_id, tuple(tokens[-TOKEN_CAP:]))
+            _keep_recent(self._settled, session_id, tuple(tokens[-TOKEN_CAP:]))
 
     def _get_item(self, key: dict[str, Any]) -> dict[str, Any] | None:
-        """One strongly consistent GetItem: the item (python-typed), or None."""
         request = {"TableName": self.table_name, "Key": key, "ConsistentRead": True}
         return to_python(self._call("get_item", request).get("Item"))
 
@@ -681,10 +665,9 @@ class SessionStore:
             ) from exc
 
     def _keep_attributes(self, session_id: str, attributes: Stored | None) -> None:
-        if attributes is None:
-            return
-        with self._seen_lock:
-            _keep_recent(self._attributes, session_id, attributes)
+        if attributes is not None:
+            with self._seen_lock:
+                _keep_recent(self._attributes, session_id, attributes)
 
     def _attach(self, session: Session) -> Session:
         """``session`` (the metadata item alone) with its attributes: none if it never had any,
@@ -724,14 +707,11 @@ def _validate_session(session_id: str, owner: str | None) -> None:
         validate_id(owner, "owner")
 
 
-def _validate_ttl(ttl_seconds: object) -> None:
+def _validate_ttl(ttl_seconds: object, idle_seconds: object = None) -> None:
     if not _is_int(ttl_seconds):
         raise InvalidInput("ttl_seconds must be an int (seconds)")
     if not 0 < ttl_seconds <= _MAX_TTL_SECONDS:
         raise InvalidInput(f"ttl_seconds must be in 1..{_MAX_TTL_SECONDS}, got {ttl_seconds}")
-
-
-def _validate_idle(idle_seconds: object, ttl_seconds: int) -> None:
     if idle_seconds is not None and not (_is_int(idle_seconds) and 0 < idle_seconds <= ttl_seconds):
         raise InvalidInput(
             f"idle_seconds must be None or an int in 1..ttl_seconds ({ttl_seconds}), "
