@@ -18,9 +18,8 @@ the two can come apart, and ``read_context`` is written for it:
   ``IN_FLIGHT_S`` ago -- so it always shows a prefix of what the context will be, and reading
   on from ``position`` later misses nothing -- and skips an older hole. It never shows a
   message twice;
-* a lost response is settled by the token: on step 1 its ``tk`` entry says which seqs the
-  landed attempt reserved, on step 2 a refused re-send that finds the page's ``token`` means
-  ours landed. No page is duplicated or dropped.
+* a lost response is settled by the token (``first_seq``, ``WritePage.refused``): no page is
+  duplicated or dropped.
 
 Pages never change and are never deleted by the store: TTL removes them with the session.
 """
@@ -209,10 +208,9 @@ class ContextReader(Iterator[JSON]):
         return decode(text)
 
 
-def validate_after(after: object) -> int | None:
+def validate_after(after: object) -> None:
     if after is not None and (isinstance(after, bool) or not isinstance(after, int) or after < 0):
         raise InvalidInput("after must be None or a seq (an int >= 0)")
-    return after
 
 
 def first_page_key(after: int | None) -> str | None:
@@ -237,9 +235,8 @@ def read_context(
     start = -1 if after is None else after
     reserved = session.message_count
     expected = start + 1  # the seq the next page should start at
-    incarnation = session.incarnation
     for item in page_items:
-        if int(item["ttl"]) <= now_s or item.get(INCARNATION) != incarnation:
+        if int(item["ttl"]) <= now_s or item.get(INCARNATION) != session.incarnation:
             continue
         first = int(item[FIRST])
         if first >= reserved:
@@ -247,8 +244,7 @@ def read_context(
         if first > expected and any(expected <= r < first for r in recent):
             return  # an append in flight: what follows the hole waits for it
         messages = item[MESSAGES]
-        for i, text in enumerate(messages):
-            seq = first + i
+        for seq, text in enumerate(messages, first):
             if start < seq < reserved:
                 yield seq, text
         expected = max(expected, first + len(messages))

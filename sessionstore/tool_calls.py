@@ -17,12 +17,8 @@ Every first write of a call is one ``PutToolCall``: a ``TransactWriteItems`` of
    deletes late, and once a call's time is up its id is free again.
 
 Both actions return ``ALL_OLD`` when refused, so one refused request says why -- and a repeat
-is answered from the item it returns, with no read. ``store.record_tool_call`` puts the item
-``recorded``; an MCP claim puts it ``claimed``, and ``CompleteToolCall`` writes the result into
-it. ``PutRecord`` is the single PutItem of a harmless call: no claim, no transaction.
-
-The history (``history``) is the recorded, live items of the ``tool#`` range, sorted by
-``(recordedAt, id)`` after the read: a claim that never completed is not history.
+is answered from the item it returns, with no read. ``CompleteToolCall`` writes a claim's result
+into its item; ``PutRecord`` is the single PutItem of a harmless call: no claim, no transaction.
 """
 
 from __future__ import annotations
@@ -104,7 +100,8 @@ def record_from_item(item: Mapping[str, Any]) -> ToolCallRecord:
 
 
 def history(items: Iterable[Mapping[str, Any]], now_s: int) -> list[ToolCallRecord]:
-    """The recorded calls among ``items`` whose ttl has not passed, in order of recording.
+    """The recorded calls among ``items`` whose ttl has not passed, in order of recording (a
+    claim that never completed is not history).
 
     Expired ones are left out: DynamoDB deletes them late and one at a time, so what a reader
     sees must not depend on when its sweeper ran."""
@@ -155,16 +152,6 @@ class Put:
     existing: Mapping[str, Any] | None = None
 
 
-def _session_admits(e: Expr, owner: str | None, now_s: int, ttl: int, exact_ttl: bool) -> str:
-    # Live, the caller's, active, and the incarnation the call's ttl belongs to.
-    comparison = "=" if exact_ttl else ">="
-    return all_of(
-        live_session(e, owner=owner, now_s=now_s),
-        f"{e.n('status')} = {e.v(Status.ACTIVE.value)}",
-        f"{e.n('ttl')} {comparison} {e.v(ttl)}",
-    )
-
-
 def _put_call(table: str, item: dict[str, Any], now_s: int) -> dict[str, Any]:
     # No call under this id, or only one whose time is up (TTL has not removed it yet).
     e = Expr()
@@ -197,16 +184,22 @@ class PutToolCall:
     def request(self, now_ms: int) -> dict[str, Any]:
         now_s = now_ms // 1000
         session = Expr()
+        update = "SET " + extend_idle(session, now_s)
+        # Live, the caller's, active, and the incarnation the call's ttl belongs to.
+        comparison = "=" if self.exact_ttl else ">="
+        condition = all_of(
+            live_session(session, owner=self.owner, now_s=now_s),
+            f"{session.n('status')} = {session.v(Status.ACTIVE.value)}",
+            f"{session.n('ttl')} {comparison} {session.v(self.item['ttl'])}",
+        )
         return {
             "TransactItems": [
                 {
                     "Update": {
                         "TableName": self.table,
                         "Key": schema.meta_key(self.session_id),
-                        "UpdateExpression": "SET " + extend_idle(session, now_s),
-                        "ConditionExpression": _session_admits(
-                            session, self.owner, now_s, self.item["ttl"], self.exact_ttl
-                        ),
+                        "UpdateExpression": update,
+                        "ConditionExpression": condition,
                         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                         **session.params(),
                     }

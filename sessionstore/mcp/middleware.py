@@ -7,24 +7,13 @@ the SDK has validated the params and wraps the tool handler itself, so it sees t
 the tool's ``CallToolResult`` (a raising tool already turned into ``isError``), on both protocol
 generations, legacy and modern alike.
 
-For every ``tools/call`` (see ``protocol`` for the keys and error codes):
-
-1. ``routing`` finds the session (a handle argument, ``_meta`` or the legacy ``Mcp-Session-Id``)
-   and the key; the owner is the authenticated principal, or nobody on an unauthenticated server;
-2. a claim (``claims.claim``: one transaction that puts the call item ``claimed``, on the
-   session's ttl, read once per instance) says whether this delivery may execute: if not, the
-   stored result is returned, or an error says "in progress" or "outcome unknown" -- the tool
-   never runs twice under one id;
-3. the tool runs with ``current_session()`` set for it, timed on the store's clock;
-4. ``claims.complete`` writes the result (or the tool's error) into the claimed item: one
-   UpdateItem.
-
-A tool the server annotates read-only or idempotent is not claimed: the session is read (or
-was checked by the legacy layer), the tool runs, and ``claims.put_record`` puts its record.
-
-A tool that answers ``InputRequiredResult`` (2026-07-28 multi-round-trip) has not finished: its
-claim travels in the SDK-sealed ``requestState`` (``rounds``), and the round that finishes
-completes it; a retry of the whole call still meets the claim.
+For every ``tools/call`` (see ``protocol`` for the keys and error codes, the README for the
+costs): ``routing`` finds the session and the key; ``claims.claim`` says whether this delivery
+may execute -- if not, the stored result or an error answers it, and the tool never runs twice
+under one id; the tool runs with ``current_session()`` set; ``claims.complete`` writes its result
+into the claimed item. A tool the server annotates read-only or idempotent is not claimed: the
+session is checked, the tool runs, and ``claims.put_record`` puts its record. A tool that answers
+``InputRequiredResult`` carries its claim to the round that finishes it (``rounds``).
 
 The extension is one class over three modules: ``sessions`` (open, check and end a session,
 shared by the methods, the tools and the legacy HTTP layer), ``routing`` (which session and key
@@ -35,8 +24,9 @@ from __future__ import annotations
 
 import inspect
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -211,21 +201,19 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
         claimed = rounds.resume(params, session_id, arguments)
         ttl = 0
         try:
-            if claimed is not None:
-                # The session may have closed or expired since the first round: check again.
-                session = route.checked or await self.session_for_request(session_id)
-                if not claimed.ttl:  # sealed by a release that did not seal the ttl
-                    claimed = replace(claimed, ttl=session.ttl)
-                route = replace(route, tool_call_id=claimed.tool_call_id)
-            elif route.harmless:
-                # Refuse before the tool runs; no claim, since running it twice changes nothing.
-                session = route.checked or await self.session_for_request(session_id)
-                ttl = session.ttl
-            else:
+            if claimed is None and not route.harmless:
                 outcome = await self._claim(route, params.name, arguments)
                 if outcome.state is not State.CLAIMED:
                     return _answer_repeat(outcome)
                 claimed = outcome.claim
+            else:
+                # Checked before the tool runs: a harmless tool is not claimed (running it twice
+                # changes nothing), and a later round's session may have ended since the first.
+                ttl = (route.checked or await self.session_for_request(session_id)).ttl
+                if claimed is not None:
+                    route = replace(route, tool_call_id=claimed.tool_call_id)
+                    if not claimed.ttl:  # sealed by a release that did not seal the ttl
+                        claimed = replace(claimed, ttl=ttl)
         except (SessionStoreError, ToolCallIdReused) as exc:
             raise to_mcp_error(exc, session_id) from exc
         return await self._execute(route, params, arguments, claimed, ttl, ctx, call_next)
@@ -299,38 +287,33 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
         ttl: int,
     ) -> None:
         duration = max(0, self.store.clock.now_ms() - started)
-
-        async def write(result: JSON) -> None:
-            if claimed is not None:
-                await self.store.run(
-                    claims.complete,
-                    self.store.store,
-                    view.session_id,
-                    view.tool_call_id,
-                    claimed,
-                    arguments,
-                    result,
-                    duration,
-                )
-            else:
-                await self.store.run(
-                    claims.put_record,
-                    self.store.store,
-                    view.session_id,
-                    view.tool_call_id,
-                    view.tool_name,
-                    arguments,
-                    result,
-                    duration,
-                    ttl=ttl,
-                )
-
+        write: Callable[[JSON, int], object]
+        if claimed is not None:
+            write = partial(
+                claims.complete,
+                self.store.store,
+                view.session_id,
+                view.tool_call_id,
+                claimed,
+                arguments,
+            )
+        else:
+            write = partial(
+                claims.put_record,
+                self.store.store,
+                view.session_id,
+                view.tool_call_id,
+                view.tool_name,
+                arguments,
+                ttl=ttl,
+            )
         try:
             try:
-                await write(output)
+                await self.store.run(write, output, duration)
             except ItemTooLarge as exc:
                 # The result is delivered this once; a repeat is told it was too large to keep.
-                await write({"tooLarge": {"bytes": exc.current + exc.added}})
+                too_large = {"tooLarge": {"bytes": exc.current + exc.added}}
+                await self.store.run(write, too_large, duration)
         except (SessionStoreError, ToolCallIdReused) as exc:
             error = to_mcp_error(exc, view.session_id)
             if claimed is None:  # harmless: it ran, but running it changed nothing
