@@ -16,11 +16,10 @@ Span attributes, all set at the end (zeros included): ``db.system.name`` (``aws.
 ``db.operation.name`` (the store operation), ``db.collection.name`` (the table, once a request
 was sent), ``sessionstore.session_id`` (the caller's own id; never the owner),
 ``.tool_call_id`` (``record_tool_call`` / ``claim_tool_call``), ``.dynamodb_operations``, each
-count of ``Tally`` (``.requests``, ``.attempts``, ``.conflicts``, ``.lost_responses``,
-``.lost_responses_settled``, ``.throttles``, ``.write_units``, ``.read_units``), ``.outcome``,
-on errors ``error.type`` (the exception's class), and on ``Unavailable`` ``.maybe_applied``.
-Each count is also a counter ``sessionstore.<count>``, beside ``sessionstore.operations``, all
-with ``db.system.name``, ``db.operation.name`` and ``.outcome`` (never a session id).
+count of ``Tally`` (``COUNTS``: ``.requests``, ``.write_units`` ...), ``.outcome``, on errors
+``error.type`` (the exception's class), and on ``Unavailable`` ``.maybe_applied``. Each count is
+also a counter ``sessionstore.<count>``, beside ``sessionstore.operations``, all with
+``db.system.name``, ``db.operation.name`` and ``.outcome`` (never a session id).
 
 Outcomes. A refusal that *is* the operation's answer -- a ``SessionStoreError`` other than the
 failures below (``SessionNotFound``, ``VersionConflict`` for a stale ``expected_version``,
@@ -41,9 +40,9 @@ Approximations: an item DynamoDB does not return is sized from the request alone
 ``UpdateItem`` that succeeded is billed on the item after it (``ALL_NEW``: the metadata item
 changes by a few bytes per write, so only a KB boundary crossed by a shrinking write is
 missed), and a ``ConditionCheck`` (or a transactional update) that passed is billed as a 1 KB
-item (the metadata item is a few hundred bytes unless its attributes are large, and at most
-``METADATA_OVERHEAD`` ~ 7.6 KB); a lost ``UpdateItem`` (nothing came back) counts 1 unit. Only
-the operations the store sends are sized.
+item (the metadata item takes at most ``METADATA_OVERHEAD``, 4,296 B; the attributes, in an
+item of their own, at most about 4 KiB); a lost ``UpdateItem`` (nothing came back) counts 1
+unit. Only the operations the store sends are sized.
 
 Cost when nothing is configured: each operation makes one check (are providers set?) -- about
 0.25 us -- and nothing else: the request hooks are installed on a client by the first operation
@@ -259,7 +258,7 @@ class _Operation:
         _otel_context.detach(self._context_token)
         tally = self.tally
         span = self.span
-        outcome, failed = _outcome(exc)
+        outcome, error = _outcome(exc)
         if span.is_recording():
             attributes: dict[str, Any] = {PREFIX + name: getattr(tally, name) for name in COUNTS}
             attributes[PREFIX + "outcome"] = outcome
@@ -268,10 +267,9 @@ class _Operation:
                 attributes["db.collection.name"] = tally.table
             if isinstance(exc, Unavailable):
                 attributes[PREFIX + "maybe_applied"] = exc.maybe_applied
-            if failed:
-                assert exc is not None
-                attributes["error.type"] = type(exc).__qualname__
-                span.set_status(StatusCode.ERROR, type(exc).__qualname__)
+            if error is not None:
+                attributes["error.type"] = error
+                span.set_status(StatusCode.ERROR, error)
             span.set_attributes(attributes)
         span.end()
         assert _signals is not None
@@ -303,13 +301,11 @@ def traced(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
 
     def decorate(fn: Callable[P, R]) -> Callable[P, R]:
         parameters = list(inspect.signature(fn).parameters)
-        keys = ("session_id", "tool_call_id")
-        positions: dict[str, int] = {k: parameters.index(k) for k in keys if k in parameters}
 
-        def argument(key: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-            position = positions.get(key)
-            if position is None:
+        def argument(key: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+            if key not in parameters:
                 return None
+            position = parameters.index(key)
             value = args[position] if position < len(args) else kwargs.get(key)
             return value if isinstance(value, str) else None
 
@@ -339,13 +335,14 @@ def count_as_answer(*errors: type[BaseException]) -> None:
     _answers = (*_answers, *errors)
 
 
-def _outcome(exc: BaseException | None) -> tuple[str, bool]:
-    """``(outcome, failed)``: what the operation answered, and whether that is an error."""
+def _outcome(exc: BaseException | None) -> tuple[str, str | None]:
+    """``(outcome, error.type)``: what the operation answered; its class if it failed."""
     if exc is None:
-        return "ok", False
+        return "ok", None
+    error = type(exc).__qualname__
     if not isinstance(exc, _answers + _FAILURES):
-        return "error", True
-    return _snake_case(type(exc).__name__), isinstance(exc, _FAILURES)
+        return "error", error
+    return _snake_case(type(exc).__name__), error if isinstance(exc, _FAILURES) else None
 
 
 @functools.cache
@@ -374,20 +371,14 @@ def install_hooks(client: Any) -> None:
     _INSTRUMENTED.add(client)
 
 
-def _on_request(
-    params: dict[str, Any] | None = None,
-    model: Any = None,
-    context: dict[str, Any] | None = None,
-    **_: Any,
-) -> None:
+def _on_request(params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
     """``before-parameter-build``: once per API call, before botocore's own retries."""
     tally = _TALLY.get()
-    if tally is None or params is None:
+    if tally is None:
         return
     tally.requests += 1
-    tally.operations.append(model.name if model is not None else "?")
-    if context is not None:
-        context[_PARAMS_KEY] = params
+    tally.operations.append(model.name)
+    context[_PARAMS_KEY] = params
     if tally.table is None:
         tally.table = _table(params)
 
@@ -418,15 +409,12 @@ def _on_attempt(
             tally.write_units += _write_units(name, params, {}, None)
         return
     code = parsed.get("Error", {}).get("Code") if status >= 400 else None
-    if code is None:
-        if write:
-            tally.write_units += _write_units(name, params, parsed, None)
-        else:
-            tally.read_units += _read_units(name, params, parsed)
+    if code is None and not write:
+        tally.read_units += _read_units(name, params, parsed)
+    elif code is None or code == "ConditionalCheckFailedException":  # a refusal is billed too
+        tally.write_units += _write_units(name, params, parsed, None)
     elif code in _THROTTLES:
         tally.throttles += 1
-    elif code == "ConditionalCheckFailedException":  # refused, and billed
-        tally.write_units += _write_units(name, params, parsed, None)
     elif code == "TransactionCanceledException":
         reasons = parsed.get("CancellationReasons") or []
         codes = {r.get("Code") for r in reasons}

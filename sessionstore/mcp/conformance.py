@@ -1,22 +1,17 @@
 """The fixtures of the MCP conformance suite, served by the store-backed server.
 
-``@modelcontextprotocol/conformance`` (npm, pinned by ``make conformance``) connects with the
-TypeScript SDK's client (protocol 2025-11-25, ``initialize`` handshake, streamable HTTP) and runs
-one scenario per feature, calling fixtures by name (``test_simple_text``, ``test://static-text``
-...). Names, arguments and payloads follow its scenarios and its reference server
-(``examples/servers/typescript/everything-server.ts``). ``python -m sessionstore.mcp
---conformance`` adds them to the demo server, so the suite measures this package, not a bare SDK.
+``make conformance`` runs ``@modelcontextprotocol/conformance`` (README) against ``python -m
+sessionstore.mcp --conformance``, which adds these to the demo server: the suite measures this
+package, not a bare SDK. It calls fixtures by name (``test_simple_text``, ``test://static-text``
+...); names, arguments and payloads follow its scenarios and its reference server
+(``examples/servers/typescript/everything-server.ts``).
 
 What a stateless, multi-instance server cannot pass, whatever the store does:
 
 * ``tools-call-sampling``, ``tools-call-elicitation``, ``elicitation-sep1034-defaults``,
   ``elicitation-sep1330-enums`` -- each needs a server-to-client *request* in the middle of a
-  ``tools/call``. On the legacy wire the client answers it with a new POST, which the SDK can
-  route back only to the in-memory transport that sent it (a stateless one has
-  ``can_send_request=False``); behind a load balancer it could even reach another instance. The
-  tools here refuse with a clear ``isError`` result instead of hanging. The stateless way to ask
-  is the 2026-07-28 multi-round-trip flow (``InputRequiredResult`` with a sealed
-  ``requestState``), which this suite version does not exercise.
+  ``tools/call``, with no back channel on a stateless transport (README, "An MCP server on the
+  store"). The tools here refuse with a clear ``isError`` result instead of hanging.
 * Pending in the suite, not run: ``server-sse-polling`` (an SSE stream resumed from an
   ``EventStore`` keyed by a live transport) and ``json-schema-2020-12`` (a hand-written input
   schema; ``MCPServer`` derives it from the signature); neither fixture is registered.
@@ -100,6 +95,11 @@ def _image() -> ImageContent:
     return ImageContent(type="image", data=PNG_BASE64, mime_type="image/png")
 
 
+def _embedded(uri: str, mime_type: str, text: str) -> EmbeddedResource:
+    resource = TextResourceContents(uri=uri, mime_type=mime_type, text=text)
+    return EmbeddedResource(type="resource", resource=resource)
+
+
 async def simple_text() -> CallToolResult:
     """Tests simple text content response."""
     return _text(SIMPLE_TEXT)
@@ -119,26 +119,18 @@ async def audio_content() -> CallToolResult:
 
 async def embedded_resource() -> CallToolResult:
     """Tests embedded resource content response."""
-    resource = TextResourceContents(
-        uri="test://embedded-resource",
-        mime_type="text/plain",
-        text="This is an embedded resource content.",
-    )
-    return CallToolResult(content=[EmbeddedResource(type="resource", resource=resource)])
+    text = "This is an embedded resource content."
+    return CallToolResult(content=[_embedded("test://embedded-resource", "text/plain", text)])
 
 
 async def multiple_content_types() -> CallToolResult:
     """Tests response with multiple content types (text, image, resource)."""
-    resource = TextResourceContents(
-        uri="test://mixed-content-resource",
-        mime_type="application/json",
-        text=json.dumps({"test": "data", "value": 123}, separators=(",", ":")),
-    )
+    data = json.dumps({"test": "data", "value": 123}, separators=(",", ":"))
     return CallToolResult(
         content=[
             TextContent(type="text", text="Multiple content types test:"),
             _image(),
-            EmbeddedResource(type="resource", resource=resource),
+            _embedded("test://mixed-content-resource", "application/json", data),
         ]
     )
 
@@ -321,7 +313,31 @@ _TOOLS: dict[str, Callable[..., Awaitable[CallToolResult]]] = {
 TOOLS = tuple(_TOOLS)
 
 
-def _add_resources(server: MCPServer) -> None:
+_COMPLETIONS = {"arg1": ["paris", "park", "party"], "arg2": ["hello", "world"]}
+
+
+async def _accept(ctx: ServerRequestContext[Any], params: RequestParams) -> EmptyResult:
+    # Accepted and not kept: the module docstring says why nothing needs remembering.
+    return EmptyResult()
+
+
+async def _complete(
+    ctx: ServerRequestContext[Any], params: CompleteRequestParams
+) -> CompleteResult:
+    ref = params.ref
+    ours = isinstance(ref, PromptReference) and ref.name == "test_prompt_with_arguments"
+    candidates = _COMPLETIONS.get(params.argument.name, []) if ours else []
+    values = [v for v in candidates if v.startswith(params.argument.value)]
+    return CompleteResult(completion=Completion(values=values, total=len(values), has_more=False))
+
+
+def add_conformance_fixtures(server: MCPServer) -> None:
+    """Register the suite's fixture tools, prompts, resources, templates and utility methods."""
+    # Registered under the suite's names; the functions drop the ``test_`` prefix so that no
+    # test runner mistakes them for tests.
+    for name, fn in _TOOLS.items():
+        server.add_tool(fn, name=name)
+
     @server.resource(
         "test://static-text",
         name="static-text",
@@ -364,8 +380,6 @@ def _add_resources(server: MCPServer) -> None:
     async def watched() -> str:
         return WATCHED_TEXT
 
-
-def _add_prompts(server: MCPServer) -> None:
     @server.prompt(
         "test_simple_prompt",
         title="Simple Test Prompt",
@@ -393,15 +407,8 @@ def _add_prompts(server: MCPServer) -> None:
     async def with_embedded_resource(
         resourceUri: Annotated[str, Field(description="URI of the resource to embed")],
     ) -> list[Message]:
-        resource = TextResourceContents(
-            uri=resourceUri,
-            mime_type="text/plain",
-            text="Embedded resource content for testing.",
-        )
-        return [
-            UserMessage(EmbeddedResource(type="resource", resource=resource)),
-            UserMessage("Please process the embedded resource above."),
-        ]
+        embedded = _embedded(resourceUri, "text/plain", "Embedded resource content for testing.")
+        return [UserMessage(embedded), UserMessage("Please process the embedded resource above.")]
 
     @server.prompt(
         "test_prompt_with_image",
@@ -411,36 +418,6 @@ def _add_prompts(server: MCPServer) -> None:
     async def with_image() -> list[Message]:
         return [UserMessage(_image()), UserMessage("Please analyze the image above.")]
 
-
-_COMPLETIONS = {"arg1": ["paris", "park", "party"], "arg2": ["hello", "world"]}
-
-
-async def _accept(ctx: ServerRequestContext[Any], params: RequestParams) -> EmptyResult:
-    # Accepted and not kept: the module docstring says why nothing needs remembering.
-    return EmptyResult()
-
-
-async def _complete(
-    ctx: ServerRequestContext[Any], params: CompleteRequestParams
-) -> CompleteResult:
-    candidates = (
-        _COMPLETIONS.get(params.argument.name, [])
-        if isinstance(params.ref, PromptReference)
-        and params.ref.name == "test_prompt_with_arguments"
-        else []
-    )
-    values = [v for v in candidates if v.startswith(params.argument.value)]
-    return CompleteResult(completion=Completion(values=values, total=len(values), has_more=False))
-
-
-def add_conformance_fixtures(server: MCPServer) -> None:
-    """Register the suite's fixture tools, prompts, resources, templates and utility methods."""
-    # Registered under the suite's names; the functions drop the ``test_`` prefix so that no
-    # test runner mistakes them for tests.
-    for name, fn in _TOOLS.items():
-        server.add_tool(fn, name=name)
-    _add_resources(server)
-    _add_prompts(server)
     # No public MCPServer seam for these in 2.3.0; binding them here also advertises the
     # logging, resources.subscribe and completions capabilities the suite's client expects.
     lowlevel = server._lowlevel_server
