@@ -8,22 +8,22 @@ them as ``sizing.item_size`` does. README, "The embedded engine, made honest", s
     with LocalDynamoDB() as engine:
         client = sessionstore.connect(engine.endpoint_url)
 
-``python -m sessionstore engine [--port N]`` runs one for several processes or notebooks
-(``python -m sessionstore.local`` still does, deprecated).
+``python -m sessionstore engine [--port N]`` runs one for several processes or notebooks.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 import threading
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
 from .sizing import MAX_ITEM_BYTES, text_size, value_size
 
 _LOCK = threading.RLock()
-#: The patches applied so far, each once per process.
 _PATCHED: set[str] = set()
 #: The recursion limit while moto handles a DynamoDB request (see ``parse_long_expressions``).
 MOTO_RECURSION_LIMIT = 20_000
@@ -34,59 +34,63 @@ _saved_limit = 0
 _BUILDING: ContextVar[bool] = ContextVar("sessionstore_moto_building", default=False)
 
 
+def _once(patch: Callable[[], None]) -> Callable[[], None]:
+    """``patch``, applied at most once per process (moto's classes are patched in place)."""
+
+    @functools.wraps(patch)
+    def apply() -> None:
+        with _LOCK:
+            if patch.__name__ not in _PATCHED:
+                patch()
+                _PATCHED.add(patch.__name__)
+
+    return apply
+
+
+@_once
 def serialize_moto() -> None:
     """Make every DynamoDB request moto handles in this process run alone. Idempotent."""
-    with _LOCK:
-        if "serialized" in _PATCHED:
-            return
-        from moto.dynamodb.responses import DynamoHandler
+    from moto.dynamodb.responses import DynamoHandler
 
-        original = DynamoHandler.call_action
+    original = DynamoHandler.call_action
 
-        def call_action(self: Any) -> Any:
-            with _LOCK:
-                return original(self)
+    def call_action(self: Any) -> Any:
+        with _LOCK:
+            return original(self)
 
-        DynamoHandler.call_action = call_action  # type: ignore[method-assign]
-        _PATCHED.add("serialized")
+    DynamoHandler.call_action = call_action  # type: ignore[method-assign]
 
 
+@_once
 def parse_long_expressions() -> None:
     """Let moto take every expression DynamoDB takes (up to 4 KB). Idempotent.
 
-    moto parses an UpdateExpression into a tree one level deeper per action and walks it
-    recursively: past ~150 ``SET`` actions it met Python's default recursion limit and a request
-    DynamoDB takes got a 500. So while moto handles a request the limit is at least
-    ``MOTO_RECURSION_LIMIT`` (set back when no request is in moto, unless somebody else changed
-    it meanwhile). These are Python frames, not C stack: 3.11 runs them in one C frame.
+    moto walks an UpdateExpression's tree recursively, a level per action: past ~150 ``SET``
+    actions it met Python's default recursion limit (a 500 where DynamoDB answers). So while moto
+    handles a request the limit is at least ``MOTO_RECURSION_LIMIT``, set back when none is in
+    moto unless changed meanwhile. Python frames, not C stack: 3.11 runs them in one C frame.
     """
-    with _LOCK:
-        if "deepened" in _PATCHED:
-            return
-        from moto.dynamodb.responses import DynamoHandler
+    from moto.dynamodb.responses import DynamoHandler
 
-        original = DynamoHandler.call_action
+    original = DynamoHandler.call_action
 
-        def call_action(self: Any) -> Any:
-            global _deep_calls, _saved_limit
+    def call_action(self: Any) -> Any:
+        global _deep_calls, _saved_limit
+        with _DEPTH_LOCK:
+            if _deep_calls == 0:
+                _saved_limit = sys.getrecursionlimit()
+                sys.setrecursionlimit(max(_saved_limit, MOTO_RECURSION_LIMIT))
+            _deep_calls += 1
+        try:
+            return original(self)
+        finally:
             with _DEPTH_LOCK:
-                if _deep_calls == 0:
-                    _saved_limit = sys.getrecursionlimit()
-                    if _saved_limit < MOTO_RECURSION_LIMIT:
-                        sys.setrecursionlimit(MOTO_RECURSION_LIMIT)
-                _deep_calls += 1
-            try:
-                return original(self)
-            finally:
-                with _DEPTH_LOCK:
-                    _deep_calls -= 1
-                    if _deep_calls == 0 and sys.getrecursionlimit() == max(
-                        _saved_limit, MOTO_RECURSION_LIMIT
-                    ):
-                        sys.setrecursionlimit(_saved_limit)
+                _deep_calls -= 1
+                raised = max(_saved_limit, MOTO_RECURSION_LIMIT)
+                if _deep_calls == 0 and sys.getrecursionlimit() == raised:
+                    sys.setrecursionlimit(_saved_limit)
 
-        DynamoHandler.call_action = call_action  # type: ignore[method-assign]
-        _PATCHED.add("deepened")
+    DynamoHandler.call_action = call_action  # type: ignore[method-assign]
 
 
 def _moto_value_size(value: Any) -> int:
@@ -107,105 +111,94 @@ def _moto_item_size(attrs: dict[str, Any], skip: str | None = None) -> int:
     return sum(text_size(k) + _moto_value_size(v) for k, v in attrs.items() if k != skip)
 
 
+@_once
 def size_items_like_dynamodb() -> None:
     """Make moto (in this process) refuse an item over DynamoDB's 409,600 bytes as DynamoDB
     counts them (``sessionstore.sizing``), not over its own 405,000 of its own count. Idempotent.
 
-    moto checks in ``LimitedSizeDict.__setitem__`` (as an item is built, and as an update sets a
-    top-level attribute) and raises DynamoDB's own messages: only the count and the limit change.
-    A new item is sized once, whole, instead of once per attribute.
+    moto checks in ``LimitedSizeDict.__setitem__`` (as an item is built or an update sets a
+    top-level attribute), with DynamoDB's messages: only the count and the limit change, and a
+    new item is sized once, whole, not once per attribute.
     """
-    with _LOCK:
-        if "sized" in _PATCHED:
-            return
-        from moto.dynamodb.exceptions import ItemSizeTooLarge
-        from moto.dynamodb.models import dynamo_type
+    from moto.dynamodb.exceptions import ItemSizeTooLarge
+    from moto.dynamodb.models import dynamo_type
 
-        limited: Any = dynamo_type.LimitedSizeDict
-        item_class: Any = dynamo_type.Item
-        build_item = item_class.__init__
+    limited: Any = dynamo_type.LimitedSizeDict
+    item_class: Any = dynamo_type.Item
+    build_item = item_class.__init__
 
-        def setitem(self: dict[str, Any], key: str, value: Any) -> None:
-            if not _BUILDING.get():
-                size = text_size(key) + _moto_value_size(value) + _moto_item_size(self, key)
-                if size > MAX_ITEM_BYTES:
-                    raise ItemSizeTooLarge
-            dict.__setitem__(self, key, value)
-
-        def init(self: Any, *args: Any, **kwargs: Any) -> None:
-            building = _BUILDING.set(True)
-            try:
-                build_item(self, *args, **kwargs)
-            finally:
-                _BUILDING.reset(building)
-            if _moto_item_size(self.attrs) > MAX_ITEM_BYTES:
+    def setitem(self: dict[str, Any], key: str, value: Any) -> None:
+        if not _BUILDING.get():
+            size = text_size(key) + _moto_value_size(value) + _moto_item_size(self, key)
+            if size > MAX_ITEM_BYTES:
                 raise ItemSizeTooLarge
+        dict.__setitem__(self, key, value)
 
-        limited.__setitem__ = setitem
-        item_class.__init__ = init
-        _PATCHED.add("sized")
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        building = _BUILDING.set(True)
+        try:
+            build_item(self, *args, **kwargs)
+        finally:
+            _BUILDING.reset(building)
+        if _moto_item_size(self.attrs) > MAX_ITEM_BYTES:
+            raise ItemSizeTooLarge
+
+    limited.__setitem__ = setitem
+    item_class.__init__ = init
 
 
+@_once
 def transactions_by_item() -> None:
     """Make a TransactWriteItems cost what its items cost, not what the table holds. Idempotent;
     only for a serialized engine (``serialize_moto``): the request must run alone.
 
-    Before writing, moto 5 backs up each table a transaction names with ``copy.deepcopy`` of the
-    whole table, once per action, to put it back if the transaction is cancelled: every
-    transaction -- each MCP tool call's claim -- got slower as the table grew (a table of a few
-    thousand items: tens of ms). DynamoDB's do not. Here the backup is of the items the actions
-    name, put back the same way; moto's own copies of a table become the table itself.
+    moto 5 backs up each table a transaction names with ``copy.deepcopy`` of the whole table,
+    once per action, to put it back if the transaction is cancelled: every transaction -- each
+    MCP tool call's claim -- got slower as the table grew (a few thousand items: tens of ms).
+    Here the backup is of the items the actions name; moto's copies of a table are the table.
     """
-    with _LOCK:
-        if "transactions" in _PATCHED:
-            return
-        import copy
+    import copy
+    from types import SimpleNamespace
 
-        from moto.dynamodb import models
-        from moto.dynamodb.models.table import Table
+    from moto.dynamodb import models
+    from moto.dynamodb.models.table import Table
 
-        original = models.DynamoDBBackend.transact_write_items
-        backing_up = ContextVar("sessionstore_moto_transaction", default=False)
+    original = models.DynamoDBBackend.transact_write_items
+    backing_up = ContextVar("sessionstore_moto_transaction", default=False)
 
-        class _Copy:
-            @staticmethod
-            def deepcopy(value: Any, memo: Any = None) -> Any:
-                if backing_up.get() and isinstance(value, Table):
-                    return value  # the items it will write are backed up below instead
-                return copy.deepcopy(value, memo)
+    def deepcopy(value: Any, memo: Any = None) -> Any:
+        if backing_up.get() and isinstance(value, Table):
+            return value  # the items it will write are backed up below instead
+        return copy.deepcopy(value, memo)
 
-        def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-            saved = []
-            for action in transact_items:
-                op: dict[str, Any] = next(iter(action.values()), {})
-                table = self.tables.get(op.get("TableName"))
-                key = op.get("Key") or op.get("Item")
-                if table is None or not isinstance(key, dict):
-                    continue  # moto reports it
-                try:
-                    hash_key, range_key = self.get_keys_value(table, key)
-                except Exception:  # an invalid key: moto reports it
-                    continue
-                old = table.get_item(hash_key, range_key)
-                saved.append((table, hash_key, range_key, copy.deepcopy(old)))
-            token = backing_up.set(True)
-            try:
-                original(self, transact_items)
-            except BaseException:
-                for table, hash_key, range_key, old in reversed(saved):
-                    items = table.items[hash_key] if range_key is not None else table.items
-                    slot = range_key if range_key is not None else hash_key
-                    if old is None:
-                        items.pop(slot, None)
-                    else:
-                        items[slot] = old
-                raise
-            finally:
-                backing_up.reset(token)
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        saved = []
+        for action in transact_items:
+            op: dict[str, Any] = next(iter(action.values()), {})
+            try:  # an unknown table or an invalid key: moto reports it
+                table = self.tables[op["TableName"]]
+                hash_key, range_key = self.get_keys_value(table, op.get("Key") or op["Item"])
+            except Exception:
+                continue
+            old = table.get_item(hash_key, range_key)
+            saved.append((table, hash_key, range_key, copy.deepcopy(old)))
+        token = backing_up.set(True)
+        try:
+            original(self, transact_items)
+        except BaseException:
+            for table, hash_key, range_key, old in reversed(saved):
+                items = table.items[hash_key] if range_key is not None else table.items
+                slot = range_key if range_key is not None else hash_key
+                if old is None:
+                    items.pop(slot, None)
+                else:
+                    items[slot] = old
+            raise
+        finally:
+            backing_up.reset(token)
 
-        models.copy = _Copy  # type: ignore[attr-defined,assignment]
-        models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
-        _PATCHED.add("transactions")
+    models.copy = SimpleNamespace(deepcopy=deepcopy)  # type: ignore[attr-defined,assignment]
+    models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
 
 
 class LocalDynamoDB:

@@ -2,10 +2,9 @@
 
 Each worker (a thread sharing a store, or a process with its own) first tries to create every
 shared session, then runs a seeded random mix of store calls (``OPS``; tool_call_ids come from a
-small shared pool, so several workers record the same id at once). It logs one event per call:
-what it asked, what it was acknowledged or which error it got, its start and end (``t0``, ``t1``,
-on the store's clock), and whether a lost response was injected into that very call
-(``ambiguous``: the write may have landed although the call raised).
+small shared pool, so several workers record the same id at once). Each call's event holds what
+it asked, its answer or error, its start and end on the store's clock (``t0``, ``t1``), and
+whether a lost response was injected into it (``ambiguous``: it may have landed, yet raised).
 
 ``audit`` then compares the acknowledgements with the table (a full Scan) and with each
 session's context as ``read_contexts`` returns it:
@@ -106,8 +105,7 @@ class SoakPlan:
     @classmethod
     def from_json(cls, text: str) -> SoakPlan:
         raw = json.loads(text)
-        raw["session_ids"] = tuple(raw["session_ids"])
-        return cls(**raw)
+        return cls(**{**raw, "session_ids": tuple(raw["session_ids"])})
 
     def injector_rates(self) -> dict[Fault, float]:
         return {Fault(k): v for k, v in self.fault_rates.items()}
@@ -157,29 +155,20 @@ def read_contexts(store: Any, session_ids: Iterable[str]) -> dict[str, list[str]
     for sid in session_ids:
         try:
             out[sid] = _message_ids(store.context(sid))
-        except SessionExpired:  # idle past its timeout: still stored, read the same way
-            out[sid] = _message_ids(_expired_context(store, sid))
+        except SessionExpired:  # idle past its timeout, still stored: the same reader, unchecked
+            items = list(store._items(sid, META_SK, PAGES_END))
+            now_s = store.clock.now_ms() // 1000
+            recent = recent_reservations(items[0], now_s)
+            texts = read_context(session_from_item(items[0]), items[1:], None, now_s, recent)
+            out[sid] = _message_ids(json.loads(text) for _, text in texts)
         except SessionStoreError:
             continue
     return out
 
 
-def _expired_context(store: Any, sid: str) -> Iterable[JSON]:
-    """What ``store.context`` would show of a session that has expired but is still stored
-    (idle past its timeout): the same reader, without the expiry check."""
-    items = list(store._items(sid, META_SK, PAGES_END))
-    head = items[0]
-    now_s = store.clock.now_ms() // 1000
-    recent = recent_reservations(head, now_s)
-    texts = read_context(session_from_item(head), items[1:], None, now_s, recent)
-    return [json.loads(text) for _, text in texts]
-
-
-_RECORD_FIELDS = ("tool_call_id", "tool_name", "input", "output", "duration_ms", "recorded_at")
-
-
 def _record_fields(record: ToolCallRecord) -> dict[str, Any]:
-    return {name: getattr(record, name) for name in _RECORD_FIELDS}
+    names = ("tool_call_id", "tool_name", "input", "output", "duration_ms", "recorded_at")
+    return {name: getattr(record, name) for name in names}
 
 
 def run_worker(
@@ -190,11 +179,9 @@ def run_worker(
     injector: FaultInjector | None = None,
     report_faults: bool = True,
 ) -> dict[str, Any]:
-    """One worker's share of the soak; returns its report (JSON-serialisable).
-
-    ``injector`` (attached to the store's client) tells which calls met a lost response;
-    its totals go into the report unless ``report_faults`` is false (an injector shared by
-    several threads is reported once, by the caller)."""
+    """One worker's share of the soak; returns its report (JSON-serialisable). ``injector`` (on
+    the store's client) tells which calls met a lost response; its totals go into the report
+    unless ``report_faults`` is false (a shared injector is reported once, by the caller)."""
     rng = random.Random(f"{plan.seed}/{worker}")
     events: list[dict[str, Any]] = []
     stop = time.monotonic() + plan.deadline_s
@@ -224,8 +211,7 @@ def run_worker(
         event["ok"] = "error" not in event
         event["t1"] = store.clock.now_ms()
         if injector is not None:
-            lost = injector.injected_in_thread()[Fault.LOST_RESPONSE] - lost_before
-            event["ambiguous"] = lost > 0
+            event["ambiguous"] = injector.injected_in_thread()[Fault.LOST_RESPONSE] > lost_before
         if isinstance(result, Loaded):
             event["records"] = [r.tool_call_id for r in result.tool_calls]
             # What the load showed, compactly: the final context must start with it.
@@ -269,8 +255,7 @@ def run_worker(
             if not late and sid == plan.session_ids[-1]:
                 targets = [*targets, Status.CLOSING]  # one session may skip "active"
             to = rng.choice(targets)
-            fn = store.transition if op == "transition" else store.update_status
-            call(op, sid, fn, sid, to, to=to.value)
+            call(op, sid, getattr(store, op), sid, to, to=to.value)
         elif op == "append_context":
             messages = [
                 {"m": f"{worker}/{i}/{k}", "x": rng.random()} for k in range(rng.randint(1, 3))
@@ -360,7 +345,6 @@ def audit(
 ) -> SoakResult:
     """Check every worker's acknowledgements against the table's raw items (a full Scan) and
     the contexts as the store reads them (``read_contexts``: message ids per session).
-
     ``faults``: totals of an injector shared by threads (whose reports carry none)."""
     result = SoakResult(workers=len(reports))
     result.faults.update(faults or {})
@@ -403,7 +387,7 @@ def audit(
             if event.get("error") == "Unavailable":
                 reason = re.sub(r"'[^']*'", "'...'", event.get("message", ""))
                 result.unavailable[f"{event['op']}: {reason}"[:160]] += 1
-        _check_program_order(report, bad, result)
+        _check_program_order(report, result)
 
     for sid in sorted(set(events_by_sid) | set(meta)):
         _audit_session(
@@ -448,8 +432,9 @@ def _unacknowledged(
     _landed_despite_error(landed[0], what, result)
 
 
-def _check_program_order(report: dict[str, Any], bad: list[str], result: SoakResult) -> None:
+def _check_program_order(report: dict[str, Any], result: SoakResult) -> None:
     """A worker's own observations of one session never move backwards (versions, statuses)."""
+    bad = result.violations
     last: dict[str, tuple[int, Status]] = {}
     for event in report["events"]:
         status_text = event.get("status") if event["ok"] else event.get("current")
@@ -571,22 +556,21 @@ def _audit_session(
     by_id: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for record in records:
         by_id[str(record["toolCallId"])].append(record)
+        if record["sk"] != f"tool#{record['toolCallId']}" or record.get("state") != "recorded":
+            bad.append(f"{sid}: tool call item {record['sk']} is not a recorded tool#<id>")
     for tool_id, same in by_id.items():
         if len(same) > 1:
             result.duplicates += len(same) - 1
             bad.append(f"{sid}: {len(same)} records for tool call {tool_id}")
-    for record in records:
-        if record["sk"] != f"tool#{record['toolCallId']}" or record.get("state") != "recorded":
-            bad.append(f"{sid}: tool call item {record['sk']} is not a recorded tool#<id>")
     acked_ids: set[str] = set()
     failed: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for _, e in events:
         if e["op"] != "record_tool_call":
             continue
         tool_id = e["tool_call_id"]
+        stored = _stored_fields(by_id.get(tool_id))
         if e["ok"]:
             acked_ids.add(tool_id)
-            stored = _stored_fields(by_id.get(tool_id))
             if stored is None:
                 result.losses += 1
                 bad.append(f"{sid}: acknowledged tool call {tool_id} has no record")
@@ -596,7 +580,6 @@ def _audit_session(
             continue
         failed[tool_id].append(e)
         if e["error"] == "ToolCallConflict":
-            stored = _stored_fields(by_id.get(tool_id))
             sent = tool_payload(sid, int(tool_id.rsplit("-", 1)[1]), e.get("variant"))
             if stored is None or all(stored[k] == sent[k] for k in ("input", "output")):
                 result.record_mismatches += 1
@@ -607,13 +590,9 @@ def _audit_session(
 
     # ---- lifecycle: statuses held, reachability, version accounting
     held = {Status.INITIALIZING, final}
-    for _, e in events:
-        if e["ok"] and "status" in e:
-            held.add(Status(e["status"]))
-        if not e["ok"] and "current" in e:
-            held.add(Status(e["current"]))
-        if e["ok"] and e["op"] in ("transition", "update_status"):
-            held.add(Status(e["to"]))
+    for _, e in events:  # only transition and update_status carry a target ("to")
+        statuses = [e.get("status"), e.get("to")] if e["ok"] else [e.get("current")]
+        held.update(Status(s) for s in statuses if s is not None)
         if e["ok"] and e["op"] in ("append_context", "record_tool_call"):
             held.add(Status.ACTIVE)
     if reserved or records:
@@ -650,11 +629,6 @@ def _audit_session(
         )
 
 
-_WRITES = frozenset(
-    {"create_session", "transition", "update_status", "append_context", "record_tool_call"}
-)
-
-
 def _audit_idle(
     sid: str, item: dict[str, Any], events: list[tuple[str, dict[str, Any]]], result: SoakResult
 ) -> None:
@@ -670,7 +644,7 @@ def _audit_idle(
     if idle is None:
         return
     result.idle_sessions += 1
-    writes = [e for _, e in events if e["op"] in _WRITES and "t0" in e]
+    writes = [e for _, e in events if e["op"] not in ("get_session", "load") and "t0" in e]
     landed = [
         e for e in writes if e["ok"] or _may_have_landed(e) or e.get("error") == "Unavailable"
     ]
@@ -678,10 +652,10 @@ def _audit_idle(
         if not w["ok"]:
             result.idle_refusals += w.get("error") == "SessionExpired"
             continue
-        before = [e for e in landed if e is not w and e["t0"] < w["t1"]]
-        deadline = max((min(e["t1"], w["t1"]) // 1000 + idle for e in before), default=None)
         if w["op"] == "create_session":
             continue  # the first write: nothing to be expired yet
+        before = [e for e in landed if e is not w and e["t0"] < w["t1"]]
+        deadline = max((min(e["t1"], w["t1"]) // 1000 + idle for e in before), default=None)
         if deadline is None or w["t0"] // 1000 >= deadline:
             result.idle_expired_writes += 1
             result.violations.append(
