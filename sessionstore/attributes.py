@@ -82,14 +82,18 @@ def validate_name(name: object) -> None:
 
 
 def attribute_texts(values: object, what: str) -> tuple[dict[str, str], int]:
-    """Validated names -> exact JSON text of each value, and the bytes they add to the map."""
+    """Validated names -> exact JSON text of each value, and the bytes they add to the map;
+    ``ItemTooLarge`` if they could never fit, whatever they replace."""
     if not isinstance(values, Mapping):
         raise InvalidInput(f"{what} must be a mapping of attribute names to JSON values")
     texts: dict[str, str] = {}
     for name, value in values.items():
         validate_name(name)
         texts[name] = codec.encode(value, f"{what}[{name!r}]")
-    return texts, attributes_size(texts) - EMPTY_MAP_BYTES
+    added = attributes_size(texts) - EMPTY_MAP_BYTES
+    if EMPTY_MAP_BYTES + added > ATTRIBUTES_MAX_BYTES:
+        raise ItemTooLarge(EMPTY_MAP_BYTES, added, ATTRIBUTES_MAX_BYTES, what="attributes")
+    return texts, added
 
 
 def attributes_item(

@@ -34,8 +34,6 @@ from typing import Any, TypeGuard, TypeVar
 from . import codec, schema, sizing, telemetry
 from .attempts import Plan, drive
 from .attributes import (
-    ATTRIBUTES_MAX_BYTES,
-    EMPTY_MAP_BYTES,
     AttributesEdit,
     AttributesWrite,
     Stored,
@@ -186,9 +184,7 @@ class SessionStore:
         session_id = self.ids.session_id() if session_id is None else session_id
         _validate_session(session_id, owner)
         _validate_ttl(ttl_seconds, idle_seconds)
-        attrs, added = attribute_texts({} if attributes is None else attributes, "attributes")
-        if EMPTY_MAP_BYTES + added > ATTRIBUTES_MAX_BYTES:
-            raise ItemTooLarge(EMPTY_MAP_BYTES, added, ATTRIBUTES_MAX_BYTES, what="attributes")
+        attrs, _ = attribute_texts({} if attributes is None else attributes, "attributes")
         token = self._token()
         now_ms = self.clock.now_ms()
         ttl = now_ms // 1000 + ttl_seconds
@@ -325,8 +321,6 @@ class SessionStore:
         both = set(texts).intersection(gone)
         if both:
             raise InvalidInput(f"attributes both changed and removed: {sorted(both)}")
-        if EMPTY_MAP_BYTES + added > ATTRIBUTES_MAX_BYTES:  # could never fit: refuse unsent
-            raise ItemTooLarge(EMPTY_MAP_BYTES, added, ATTRIBUTES_MAX_BYTES, what="attributes")
         seen = self._hint(session_id, owner) or self._get(session_id, owner)[0]
         edit = AttributesEdit(session_id, texts, gone, added, seen.incarnation)
         return self._write(
