@@ -306,7 +306,8 @@ class SessionStore:
         ``ATTRIBUTES_MAX_BYTES`` (``ItemTooLarge``); any status but ``closed``
         (``SessionNotActive``). Without ``expected_version`` last writer wins per name; with it,
         another current version raises ``VersionConflict(current=...)``. More names than
-        DynamoDB's 4 KB expression limit allows (about 190) raise ``RequestOverLimit``, unsent.
+        DynamoDB's 4 KB expression limit allows (about 278 short ones) raise
+        ``RequestOverLimit``, unsent.
         """
         _validate_session(session_id, owner)
         _validate_expected(expected_version)

@@ -88,6 +88,11 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 SYSTEM = "aws.dynamodb"
+#: The installed package's: the instrumentation scope's version, and the MCP server's.
+try:
+    VERSION = _metadata.version("sessionstore")
+except _metadata.PackageNotFoundError:  # pragma: no cover - a source tree not installed
+    VERSION = "0+unknown"
 PREFIX = "sessionstore."
 #: The counts of one operation (``Tally``) and their units; each is a span attribute and a
 #: counter ``sessionstore.<name>``.
@@ -156,14 +161,10 @@ class _Signals:
 
     def __init__(self, tracer_provider: Any = None, meter_provider: Any = None) -> None:
         self.pinned = tracer_provider is not None or meter_provider is not None
-        try:
-            version = _metadata.version("sessionstore")
-        except _metadata.PackageNotFoundError:  # pragma: no cover - a source tree not installed
-            version = "0+unknown"
         self.tracer: Tracer = _trace.get_tracer(
-            "sessionstore", version, tracer_provider=tracer_provider
+            "sessionstore", VERSION, tracer_provider=tracer_provider
         )
-        meter = _metrics.get_meter("sessionstore", version, meter_provider=meter_provider)
+        meter = _metrics.get_meter("sessionstore", VERSION, meter_provider=meter_provider)
         self.counters: dict[str, Counter] = {
             name: meter.create_counter(
                 PREFIX + name,

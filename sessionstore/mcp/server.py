@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import importlib.metadata
 import logging
 import operator
 import os
@@ -33,6 +32,7 @@ from starlette.applications import Starlette
 from ..aio import AsyncSessionStore
 from ..errors import InvalidInput
 from ..store import SessionStore
+from ..telemetry import VERSION
 from . import http_sessions
 from .middleware import SessionStoreExtension
 from .protocol import SessionHandle
@@ -108,7 +108,7 @@ def create_server(
         )
     server: MCPServer = MCPServer(
         name,
-        version=_version(),
+        version=VERSION,  # serverInfo.version: what a client shows and an operator greps for
         instructions=_instructions(extension),
         extensions=[extension] if extension is not None else [],
         request_state_security=request_state_security(state_keys),
@@ -121,14 +121,6 @@ def create_server(
     if demo_tools:
         add_demo_tools(server, sessions=extension is not None)
     return server
-
-
-def _version() -> str:
-    # serverInfo.version: what a client shows and an operator greps for.
-    try:
-        return importlib.metadata.version("sessionstore")
-    except importlib.metadata.PackageNotFoundError:
-        return "0+unknown"
 
 
 def _instructions(extension: SessionStoreExtension | None) -> str | None:
