@@ -62,8 +62,6 @@ from types import SimpleNamespace, TracebackType
 from typing import Any, ParamSpec, TypeVar
 from weakref import WeakSet
 
-from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError, ProxyConnectionError
-
 from . import sizing
 from .errors import (
     ConflictRetriesExhausted,
@@ -72,6 +70,7 @@ from .errors import (
     TableNotFound,
     Unavailable,
 )
+from .wire import NEVER_SENT, THROTTLES
 
 try:
     from opentelemetry import context as _otel_context
@@ -108,11 +107,7 @@ _UNITS = {
 }
 COUNTS = tuple(_UNITS)
 _READS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"})
-_THROTTLES = frozenset(
-    {"ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded"}
-)
 _THROTTLE_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded"})
-_NEVER_SENT = (EndpointConnectionError, ConnectTimeoutError, ProxyConnectionError)
 #: Store errors that mean the store could not do its job (status ERROR); the others answer.
 _FAILURES = (Unavailable, ConflictRetriesExhausted, TableNotFound, DynamoDBError)
 _answers: tuple[type[BaseException], ...] = (SessionStoreError,)
@@ -405,7 +400,7 @@ def _on_attempt(
     parsed = parsed if isinstance(parsed, dict) else {}
     if caught_exception is not None or status >= 500:
         # A write that may have reached DynamoDB: lost. A read lost is only retried.
-        if write and not isinstance(caught_exception, _NEVER_SENT):
+        if write and not isinstance(caught_exception, NEVER_SENT):
             tally.lost_responses += 1
             tally.write_units += _write_units(name, params, {}, None)
         return
@@ -414,7 +409,7 @@ def _on_attempt(
         tally.read_units += _read_units(name, params, parsed)
     elif code is None or code == "ConditionalCheckFailedException":  # a refusal is billed too
         tally.write_units += _write_units(name, params, parsed, None)
-    elif code in _THROTTLES:
+    elif code in THROTTLES:
         tally.throttles += 1
     elif code == "TransactionCanceledException":
         reasons = parsed.get("CancellationReasons") or []

@@ -33,17 +33,18 @@ from .expressions import check_limits, to_wire
 
 _DESER = TypeDeserializer()
 
-_THROTTLES = frozenset(
+#: DynamoDB's throttling and server-error codes (also what telemetry and the CLI classify by).
+THROTTLES = frozenset(
     {"ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded"}
 )
-_SERVER_ERRORS = frozenset({"InternalServerError", "ServiceUnavailable", "InternalFailure"})
+SERVER_ERRORS = frozenset({"InternalServerError", "ServiceUnavailable", "InternalFailure"})
 #: Cancellation reasons that mean "other traffic got in the way": nothing was written.
 _CONTENTION_REASONS = frozenset(
     {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
 )
 _READS = frozenset({"get_item", "query"})
 #: Failures that prove the request never reached DynamoDB.
-_NEVER_SENT = (EndpointConnectionError, ConnectTimeoutError, ProxyConnectionError)
+NEVER_SENT = (EndpointConnectionError, ConnectTimeoutError, ProxyConnectionError)
 _CONTEXT_KEY = "sessionstore.attempt"
 #: DynamoDB's messages for an item over its size limit (PutItem; "to update": UpdateItem), whole or
 #: after a prefix -- not "Expression size has exceeded ..." nor "Size of hashkey has exceeded ...".
@@ -91,7 +92,7 @@ def watch_attempt(
     if attempt is None:
         return
     if caught_exception is not None:
-        if not isinstance(caught_exception, _NEVER_SENT):
+        if not isinstance(caught_exception, NEVER_SENT):
             attempt.ambiguous = True
         return
     status = response[0].status_code if response and response[0] is not None else 0
@@ -197,7 +198,7 @@ def send(
             raise DynamoDBError(code, message, reasons) from exc
         if code == "TransactionConflictException":
             raise Contended(code, attempt.ambiguous) from exc
-        if code in _THROTTLES or code in _SERVER_ERRORS:
+        if code in THROTTLES or code in SERVER_ERRORS:
             raise Unavailable(
                 f"DynamoDB {code} after retries: {message}",
                 maybe_applied=operation not in _READS and attempt.ambiguous,

@@ -25,14 +25,12 @@ from ..errors import (
     Unavailable,
 )
 from ..store import SessionStore
+from ..wire import SERVER_ERRORS, THROTTLES
 from .common import EXIT_NOT_FOUND, EXIT_UNAVAILABLE, EXIT_USAGE, PROG, Failure
 from .output import utc
 
 #: Throttling, then server errors: DynamoDB unavailable (3).
-_UNAVAILABLE_CODES = frozenset(
-    {"ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded"}
-    | {"InternalServerError", "ServiceUnavailable", "InternalFailure"}
-)
+_UNAVAILABLE_CODES = THROTTLES | SERVER_ERRORS
 
 #: What talking to DynamoDB may raise: all of it becomes one line and an exit code.
 DYNAMODB_ERRORS = (SessionStoreError, ClientError, BotoCoreError, TimeoutError)
