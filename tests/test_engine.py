@@ -156,6 +156,10 @@ def test_linearizable_across_processes(client: Any, engine: LocalDynamoDB) -> No
 
 
 STOCK_RACE = """
+import sys
+# Switch threads as often as the interpreter can: on a quiet machine the default 5 ms slice let
+# all three tries finish without one lost update (moto's read-modify-write is no more atomic).
+sys.setswitchinterval(1e-6)
 import boto3
 from moto import mock_aws
 from sessionstore.schema import create_table
