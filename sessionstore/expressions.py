@@ -110,6 +110,8 @@ _EXPRESSIONS = (
 )
 #: An operator or function of an UpdateExpression: arithmetic, ``if_not_exists``, ``list_append``
 #: (no placeholder or name can hold ``+`` or ``-``: values are never literals).
+#: A ``#name`` or ``:value`` placeholder as an expression uses it (``Expr`` mints them).
+_PLACEHOLDER = re.compile(r"[#:][A-Za-z0-9_]+")
 _UPDATE_OPERATORS = re.compile(r"[+-]|\b(?:if_not_exists|list_append)\s*\(")
 
 
@@ -129,13 +131,12 @@ def check_limits(operation: str, request: Mapping[str, Any]) -> None:
 
 def _check_action(where: str, body: Mapping[str, Any]) -> None:
     # DynamoDB refuses a placeholder no expression uses (the embedded engine does not check).
-    used = " ".join(text for f in _EXPRESSIONS if isinstance(text := body.get(f), str))
+    used = set(_PLACEHOLDER.findall(" ".join(str(body.get(f, "")) for f in _EXPRESSIONS)))
     for field in ("ExpressionAttributeNames", "ExpressionAttributeValues"):
-        for key in body.get(field) or ():
-            if not re.search(re.escape(key) + r"(?![A-Za-z0-9_])", used):
-                raise DynamoDBError(
-                    "ValidationException", f"{where}: {field} {key} is used in no expression"
-                )
+        for key in set(body.get(field) or ()) - used:
+            raise DynamoDBError(
+                "ValidationException", f"{where}: {field} {key} is used in no expression"
+            )
     for field in _EXPRESSIONS:
         text = body.get(field)
         if not isinstance(text, str):
