@@ -177,10 +177,11 @@ class SessionStore:
         idle_seconds: int | None = None,
         attributes: Mapping[str, JSON] | None = None,
     ) -> Session:
-        """Create a session in ``initializing``: one PutItem, ``SessionAlreadyExists`` if the id
-        is taken. ``ttl_seconds`` is its absolute cap; with ``idle_seconds`` (1..``ttl_seconds``)
-        it also expires once no accepted write has touched it for that long (README, "Idle
-        expiry"). ``attributes``: its first attributes (see ``update_attributes``)."""
+        """Create a session in ``initializing``: one PutItem (with ``attributes``, a transaction of
+        it and the attributes item), ``SessionAlreadyExists`` if the id is taken. ``ttl_seconds``
+        is its absolute cap; with ``idle_seconds`` (1..``ttl_seconds``) it also expires once no
+        accepted write has touched it for that long (README, "Idle expiry"). ``attributes``: its
+        first attributes (see ``update_attributes``)."""
         session_id = self.ids.session_id() if session_id is None else session_id
         _validate_session(session_id, owner)
         _validate_ttl(ttl_seconds, idle_seconds)
@@ -678,7 +679,7 @@ class SessionStore:
         ):
             copy = stored(self._get_item(schema.attrs_key(session.session_id)))
             if copy is None or copy.incarnation != session.incarnation:
-                return session  # deleted by TTL: the session has expired meanwhile
+                return session  # gone since: TTL removed the session, or it was created again
             self._keep_attributes(session.session_id, copy)
         return dataclasses.replace(session, attributes=copy.attributes, attribute_bytes=copy.bytes)
 
