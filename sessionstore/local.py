@@ -155,7 +155,10 @@ def transactions_by_item() -> None:
     moto 5 backs up each table a transaction names with ``copy.deepcopy`` of the whole table,
     once per action, to put it back if the transaction is cancelled: every transaction -- each
     MCP tool call's claim -- got slower as the table grew (a few thousand items: tens of ms).
-    Here the backup is of the items the actions name; moto's copies of a table are the table.
+    Here the backup is of the items the actions name, and of how far each named table's stream
+    went (the whole-table copy held the stream too: a cancelled transaction leaves no stream
+    records); moto's copies of a table are the table. A table is found as moto's actions find it,
+    by name or by ARN, so a write to a table named by its ARN is put back too.
     """
     import copy
     from types import SimpleNamespace
@@ -173,10 +176,18 @@ def transactions_by_item() -> None:
 
     def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
         saved = []
+        # id(shard) -> (shard, its list of records, how many it held): put back by truncation.
+        streams: dict[int, tuple[Any, list[Any], int]] = {}
         for action in transact_items:
             op: dict[str, Any] = next(iter(action.values()), {})
             try:  # an unknown table or an invalid key: moto reports it
-                table = self.tables[op["TableName"]]
+                table = self.get_table(op["TableName"])  # a name or an ARN
+            except Exception:
+                continue
+            shard = table.stream_shard
+            if shard is not None and id(shard) not in streams:
+                streams[id(shard)] = (shard, shard.items, len(shard.items))
+            try:
                 hash_key, range_key = self.get_keys_value(table, op.get("Key") or op["Item"])
             except Exception:
                 continue
@@ -193,6 +204,10 @@ def transactions_by_item() -> None:
                     items.pop(slot, None)
                 else:
                     items[slot] = old
+            for shard, records, count in streams.values():
+                del records[count:]
+                # A Lambda event source mapping swaps in a new list once it took the records.
+                shard.items = records
             raise
         finally:
             backing_up.reset(token)

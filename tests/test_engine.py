@@ -7,8 +7,10 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from typing import Any
 
+import boto3
 import pytest
 
 import sessionstore as ss
@@ -237,3 +239,94 @@ def test_a_cancelled_transaction_writes_nothing_and_costs_what_its_items_cost(
     client.transact_write_items(TransactItems=actions[:3])  # without the failing check: applied
     after = {i["sk"]["S"]: i["n"]["N"] for i in client.scan(TableName=table)["Items"]}
     assert after == {"a": "9", "b": "9"}
+
+
+def _key(sk: str) -> dict[str, Any]:
+    return {"pk": {"S": "p"}, "sk": {"S": sk}}
+
+
+def _missing(table: str) -> dict[str, Any]:
+    """An action whose condition fails: it cancels the transaction it is in."""
+    return {
+        "ConditionCheck": {
+            "TableName": table,
+            "Key": _key("missing"),
+            "ConditionExpression": "attribute_exists(pk)",
+        }
+    }
+
+
+def _stream_events(client: Any, stream_arn: str, until: str) -> list[tuple[str, str]]:
+    """(event, sort key) of every record of the stream, read until the one writing ``until``."""
+    credentials = client._request_signer._credentials
+    streams = boto3.client(
+        "dynamodbstreams",
+        endpoint_url=client.meta.endpoint_url,
+        region_name=client.meta.region_name,
+        aws_access_key_id=credentials.access_key,
+        aws_secret_access_key=credentials.secret_key,
+        aws_session_token=credentials.token,
+    )
+    events: list[tuple[str, str]] = []
+    for _ in range(50):  # another engine may show a record a little after the write
+        shards = streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"]
+        events = []
+        for shard in shards:
+            iterator = streams.get_shard_iterator(
+                StreamArn=stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+            ).get("ShardIterator")
+            while iterator:
+                page = streams.get_records(ShardIterator=iterator)
+                for record in page["Records"]:
+                    keys = record["dynamodb"]["Keys"]
+                    events.append((record["eventName"], keys["sk"]["S"]))
+                iterator = page.get("NextShardIterator") if page["Records"] else None
+        if ("INSERT", until) in events:
+            return events
+        time.sleep(0.2)
+    raise AssertionError(f"the stream never showed the write of {until!r}: {events}")
+
+
+def test_a_cancelled_transaction_leaves_no_stream_records(client: Any, table: str) -> None:
+    """DynamoDB streams only what a transaction committed; the engine's backup of a cancelled
+    one covers the table's stream too, as moto's copy of the whole table did."""
+    client.update_table(
+        TableName=table,
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    )
+    client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 1})
+    stream_arn = client.describe_table(TableName=table)["Table"]["LatestStreamArn"]
+    client.put_item(TableName=table, Item=_key("before"))
+    written_first = {"Put": {"TableName": table, "Item": _key("cancelled")}}
+    with pytest.raises(client.exceptions.TransactionCanceledException):
+        client.transact_write_items(TransactItems=[written_first, _missing(table)])
+    client.put_item(TableName=table, Item=_key("after"))  # the stream's end, once it shows
+    assert _stream_events(client, stream_arn, until="after") == [
+        ("INSERT", "before"),
+        ("INSERT", "after"),
+    ]
+
+
+def test_a_cancelled_transaction_puts_back_a_table_named_by_its_arn(
+    client: Any, table: str
+) -> None:
+    """TableName may be the table's ARN: the engine finds the table to back up as moto's actions
+    find it, so the writes of a cancelled transaction that names it so are put back too."""
+    arn = client.describe_table(TableName=table)["Table"]["TableArn"]
+    client.put_item(TableName=table, Item={**_key("kept"), "n": {"N": "1"}})
+    before = client.scan(TableName=table, ConsistentRead=True)["Items"]
+    actions = [
+        {"Put": {"TableName": arn, "Item": _key("new")}},
+        {
+            "Update": {
+                "TableName": arn,
+                "Key": _key("kept"),
+                "UpdateExpression": "SET n = :nine",
+                "ExpressionAttributeValues": {":nine": {"N": "9"}},
+            }
+        },
+        _missing(table),  # by name: the table is named both ways
+    ]
+    with pytest.raises(client.exceptions.TransactionCanceledException):
+        client.transact_write_items(TransactItems=actions)
+    assert client.scan(TableName=table, ConsistentRead=True)["Items"] == before
