@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import secrets
 from typing import Protocol
@@ -10,9 +11,23 @@ from typing import Protocol
 from .errors import InvalidInput
 
 MAX_ID_LENGTH = 128
-#: Tokens are stored in up to 21 attributes of the metadata item (create, one per status, the
-#: ring), so their length is part of the item-size reserve and is checked, not assumed.
+#: Tokens name entries of the metadata item's ``tk`` map and are stored in page and call items,
+#: so their length is part of the item-size reserve and is checked, not assumed.
 MAX_TOKEN_LENGTH = 64
+
+#: Bumped in every child process a fork makes: a ``RandomIds`` that sees another generation
+#: than its prefix's draws a new prefix, so a forked worker never repeats its parent's tokens
+#: (or a sibling's: every child inherits the same prefix and counter).
+_generation = 0
+
+
+def _forked() -> None:
+    global _generation
+    _generation += 1
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_forked)
 
 
 class IdFactory(Protocol):
@@ -25,12 +40,17 @@ class IdFactory(Protocol):
 
 class RandomIds:
     """Session ids carry 128 bits from the OS CSPRNG. Tokens only need to be unique, not
-    unguessable: 72 random bits per instance, then a counter (``itertools.count`` is atomic
-    under the GIL), so a token costs no system call."""
+    unguessable: 72 random bits per process, then a counter (``itertools.count`` is atomic
+    under the GIL), so a token costs no system call.
+
+    The prefix is drawn again in a process forked after it was drawn (a pre-fork server, a
+    ``multiprocessing`` fork pool) and is not pickled (a spawned worker handed the factory), so
+    no two processes share one, whatever the start method."""
 
     # Set on first use, so that subclasses need not call ``__init__`` (the policy README's
     # ``TenantIds`` does not). Two threads racing here each get a distinct prefix.
     _prefix: str | None = None
+    _prefix_generation = -1
     _tokens: itertools.count[int]
 
     def session_id(self) -> str:
@@ -38,15 +58,24 @@ class RandomIds:
 
     def token(self) -> str:
         prefix = self._prefix
-        if prefix is None:
+        if prefix is None or self._prefix_generation != _generation:
             self._tokens = itertools.count(1)
             prefix = self._prefix = secrets.token_urlsafe(9) + "."
+            self._prefix_generation = _generation
         return f"{prefix}{next(self._tokens):x}"
+
+    def __getstate__(self) -> dict[str, object]:
+        # The prefix and counter stay with this process: a copy draws its own.
+        state = dict(vars(self))
+        for name in ("_prefix", "_prefix_generation", "_tokens"):
+            state.pop(name, None)
+        return state
 
 
 class CounterIds:
     """Deterministic ids for notebooks and tests: ``s-0001``, ``t-0001``, ... (thread-safe, as
-    ``itertools.count`` is atomic under the GIL)."""
+    ``itertools.count`` is atomic under the GIL). For one process only: forked workers would
+    repeat each other's ids (give each its own ``prefix``)."""
 
     def __init__(self, prefix: str = "") -> None:
         self._sessions = itertools.count(1)

