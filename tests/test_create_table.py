@@ -139,14 +139,31 @@ def test_a_refusal_because_another_instance_just_enabled_ttl_is_success(
 
 
 def test_a_refusal_while_ttl_stays_off_is_raised(client: Any) -> None:
-    """As after another caller's recent *disable*: the table has no TTL, and that is said."""
+    """As after another caller's recent *disable*: the table has no TTL, and that is said.
+
+    The table is made ACTIVE first, without TTL: CreateTable is asynchronous on other engines,
+    and the short deadline is for re-reading TTL, not for waiting out CREATING."""
+    table = "create-stays-off"
+    client.create_table(
+        TableName=table,
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        KeySchema=[
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 1})
 
     def refused(request: Any, **_kwargs: Any) -> AWSResponse:
         return _error(request, "ValidationException", MODIFIED)
 
     client.meta.events.register(UPDATE_TTL, refused)
     with RequestLog(client) as log, pytest.raises(ClientError, match="modified multiple times"):
-        create_table(client, "create-stays-off", timeout_s=0.5)
+        create_table(client, table, timeout_s=0.5)
     assert log.counts()["DescribeTimeToLive"] > 1  # read again in case it was stale
 
 
