@@ -374,6 +374,7 @@ def spawn() -> Iterator[list[subprocess.Popen[str]]]:
             process.wait(timeout=TIMEOUT_S)
 
 
+@pytest.mark.embedded_only("starts an embedded engine of its own")
 @pytest.mark.parametrize(
     "module", [("sessionstore", "engine", "--port", "0"), ("sessionstore.local",)]
 )
