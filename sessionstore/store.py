@@ -596,14 +596,17 @@ class SessionStore:
             settled=self._settled.get(session_id, ()),  # one dict read: no lock needed
         )
         what = f"write to session {session_id!r}"
+        landed = False
         try:
             if wrap is not None:
                 self._drive(wrap(plan), what)
+                landed = True
                 now_s = self.clock.now_ms() // 1000
                 return self._landed(
                     what, lambda: self._head(session_id, owner, now_s, schema.ATTRS_SK)[0]
                 )
             session = self._drive(plan, what)
+            landed = True
             if then is not None:
                 then(session)
             return self._landed(what, lambda: self._attach(session))
@@ -613,7 +616,9 @@ class SessionStore:
                 exc.current = self._attach(exc.current)
             raise
         finally:
-            self._settle(session_id, token, plan.removed)
+            # Only a write known to have landed removed what its last attempt named: after any
+            # other ending those tokens may still be in ``tk``, and the next write removes them.
+            self._settle(session_id, token, plan.removed if landed else ())
 
     def _settle(self, session_id: str, token: str, removed: tuple[str, ...]) -> None:
         """A write to ``session_id`` has ended: its token is dead; the tokens its landed attempt

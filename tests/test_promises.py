@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 import sessionstore as ss
+from sessionstore import schema, write_tokens
 from sessionstore.retry import RetryPolicy
+from sessionstore.testing import Fault, FaultInjector
 
 NO_SLEEP = RetryPolicy(sleep=lambda _s: None)
 
@@ -65,3 +67,28 @@ def test_random_ids_are_not_pickled_with_their_prefix() -> None:
     first = ids.token()
     copy = pickle.loads(pickle.dumps(ids))
     assert copy.token().split(".")[0] != first.split(".")[0]
+
+
+# ---------------------------------------------------------------------------- token leak
+
+
+def test_writes_of_unknown_outcome_leak_no_tokens(engine: Any, table: str) -> None:
+    """A write that may not have landed must not make the instance forget the tokens its
+    request would have removed: 100 of them would fill ``tk`` for an hour, for everyone."""
+    single = ss.connect(engine.endpoint_url, max_attempts=1)  # no botocore retries: fast
+    clock = ss.ManualClock("2026-01-01T12:00:00Z")
+    store = ss.SessionStore(single, table, clock=clock, ids=ss.CounterIds(), retry=NO_SLEEP)
+    session = store.create_session()
+    sid = session.session_id
+    store.activate(sid)
+    for _ in range(write_tokens.TOKEN_CAP):
+        store.append_context(sid, ["landed"])
+        # Every send of the next reservation meets a server error: it may have landed.
+        with FaultInjector(single, script=[Fault.SERVER_ERROR] * 3, operations=["UpdateItem"]):
+            with pytest.raises(ss.Unavailable):
+                store.append_context(sid, ["unknown"])
+    item = single.get_item(TableName=table, Key=schema.meta_key(sid), ConsistentRead=True)["Item"]
+    assert len(item["tk"]["M"]) <= 2  # each landed write removed what came before it
+    # Another instance, which can remove nobody's young tokens, still gets its write in.
+    other = ss.SessionStore(single, table, clock=clock, ids=ss.CounterIds("o"), retry=NO_SLEEP)
+    assert other.append_context(sid, ["from another instance"]).message_count > 0
