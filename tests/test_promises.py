@@ -24,7 +24,12 @@ NO_SLEEP = RetryPolicy(sleep=lambda _s: None)
 
 
 def _append_in_child(
-    endpoint: str, table: str, ids: ss.IdFactory, session_id: str, tag: str, count: int,
+    endpoint: str,
+    table: str,
+    ids: ss.IdFactory,
+    session_id: str,
+    tag: str,
+    count: int,
     results: Any,
 ) -> None:
     # A worker of a pre-fork server: a client of its own, the parent's id factory inherited.
@@ -84,9 +89,9 @@ def test_writes_of_unknown_outcome_leak_no_tokens(engine: Any, table: str) -> No
     for _ in range(write_tokens.TOKEN_CAP):
         store.append_context(sid, ["landed"])
         # Every send of the next reservation meets a server error: it may have landed.
-        with FaultInjector(single, script=[Fault.SERVER_ERROR] * 3, operations=["UpdateItem"]):
-            with pytest.raises(ss.Unavailable):
-                store.append_context(sid, ["unknown"])
+        faults = FaultInjector(single, script=[Fault.SERVER_ERROR] * 3, operations=["UpdateItem"])
+        with faults, pytest.raises(ss.Unavailable):
+            store.append_context(sid, ["unknown"])
     item = single.get_item(TableName=table, Key=schema.meta_key(sid), ConsistentRead=True)["Item"]
     assert len(item["tk"]["M"]) <= 2  # each landed write removed what came before it
     # Another instance, which can remove nobody's young tokens, still gets its write in.
