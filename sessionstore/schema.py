@@ -28,6 +28,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from .errors import DynamoDBError
+
 META_SK = "metadata"
 #: Beside the metadata item, not in it: every tool call and append writes the metadata item and
 #: is billed by its whole size, which attributes of up to 4 KiB would multiply.
@@ -78,42 +80,55 @@ def create_table(client: Any, table_name: str, *, wait: bool = True, timeout_s: 
     ``timeout_s``) until the table is ACTIVE. TTL is then requested unless it is ENABLING or
     ENABLED; a ``ValidationException`` saying another caller's request came first is success
     once ``DescribeTimeToLive`` shows TTL ENABLING or ENABLED on ``ttl`` (re-read until
-    ``timeout_s``), and is raised otherwise, like any other error."""
+    ``timeout_s``), and is raised otherwise, like any other error. An engine lacking one of
+    these operations (``UnknownOperationException``) is a ``DynamoDBError`` naming it."""
     deadline = time.monotonic() + timeout_s
     try:
-        client.create_table(
-            TableName=table_name,
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        created = True
-    except client.exceptions.ResourceInUseException:
-        created = False  # another caller's, possibly still CREATING
-    if wait:
-        while _table_status(client, table_name) != "ACTIVE":
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"table {table_name} not ACTIVE after {timeout_s}s")
-            time.sleep(_POLL_S)
-    if _ttl(client, table_name).get("TimeToLiveStatus") in (None, "DISABLED"):
         try:
-            client.update_time_to_live(
+            client.create_table(
                 TableName=table_name,
-                TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
+                AttributeDefinitions=[
+                    {"AttributeName": "pk", "AttributeType": "S"},
+                    {"AttributeName": "sk", "AttributeType": "S"},
+                ],
+                KeySchema=[
+                    {"AttributeName": "pk", "KeyType": "HASH"},
+                    {"AttributeName": "sk", "KeyType": "RANGE"},
+                ],
+                BillingMode="PAY_PER_REQUEST",
             )
-        except ClientError as exc:
-            error = exc.response.get("Error", {})
-            race = _TTL_RACE.search(error.get("Message", ""))
-            if error.get("Code") != "ValidationException" or race is None:
-                raise
-            _confirm_ttl_enabled(client, table_name, deadline, exc)
-    return created
+            created = True
+        except client.exceptions.ResourceInUseException:
+            created = False  # another caller's, possibly still CREATING
+        if wait:
+            while _table_status(client, table_name) != "ACTIVE":
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"table {table_name} not ACTIVE after {timeout_s}s")
+                time.sleep(_POLL_S)
+        if _ttl(client, table_name).get("TimeToLiveStatus") in (None, "DISABLED"):
+            try:
+                client.update_time_to_live(
+                    TableName=table_name,
+                    TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
+                )
+            except ClientError as exc:
+                error = exc.response.get("Error", {})
+                race = _TTL_RACE.search(error.get("Message", ""))
+                if error.get("Code") != "ValidationException" or race is None:
+                    raise
+                _confirm_ttl_enabled(client, table_name, deadline, exc)
+        return created
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code")
+        if code != "UnknownOperationException":
+            raise
+        # An engine that implements part of the API (dynalite has no UpdateTimeToLive): said
+        # as such, not as a refusal of the request.
+        raise DynamoDBError(
+            code,
+            f"the engine at {client.meta.endpoint_url} lacks the {exc.operation_name} "
+            f"operation, which create_table needs (table {table_name!r})",
+        ) from exc
 
 
 def _table_status(client: Any, table_name: str) -> str | None:

@@ -254,3 +254,28 @@ def test_ttl_another_instance_is_enabling_is_left_alone(client: Any) -> None:
     with RequestLog(client) as log:
         assert create_table(client, "create-enabling") is True
     assert "UpdateTimeToLive" not in log.operations
+
+
+@pytest.mark.parametrize(
+    "operation", ["CreateTable", "DescribeTable", "DescribeTimeToLive", "UpdateTimeToLive"]
+)
+def test_an_operation_the_engine_lacks_is_named(client: Any, operation: str) -> None:
+    """An engine implementing part of the API (dynalite: no UpdateTimeToLive) answers 400 with
+    ``UnknownOperationException`` and no message, as injected here: create_table says which
+    operation the engine lacks, as the package's error, not as a raw ``ClientError``."""
+
+    def unknown(request: Any, **_kwargs: Any) -> AWSResponse:
+        body = json.dumps({"__type": "com.amazon.coral.service#UnknownOperationException"})
+        headers: Any = {"Content-Type": "application/x-amz-json-1.0"}
+        return AWSResponse(request.url, 400, headers, _Raw(body.encode()))
+
+    client.meta.events.register(f"before-send.dynamodb.{operation}", unknown)
+    with pytest.raises(ss.DynamoDBError) as raised:
+        create_table(client, f"create-lacks-{operation.lower()}")
+    assert raised.value.code == "UnknownOperationException"
+    assert str(raised.value) == (
+        f"UnknownOperationException: the engine at {client.meta.endpoint_url} lacks the "
+        f"{operation} operation, which create_table needs "
+        f"(table 'create-lacks-{operation.lower()}')"
+    )
+    assert isinstance(raised.value.__cause__, ClientError)
