@@ -7,19 +7,31 @@ its id; a later request is checked (any refusal is HTTP 404, the spec's signal t
 session) and hands it on in the ASGI scope (``SESSION_SCOPE_KEY``); ``DELETE`` closes it. ``GET``
 gets 405: holding the standalone stream open would tie the client to one instance. A
 2026-07-28+ request has no session in the protocol and passes through.
+
+Only the store failing (``Unavailable``) is a 503: the session may be fine, so the client should
+retry, not start over.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Final
 
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import SessionAlreadyExists, SessionNotFound, SessionStoreError, Unavailable
+from ..errors import (
+    InvalidInput,
+    SessionAlreadyExists,
+    SessionNotActive,
+    SessionNotFound,
+    SessionStoreError,
+    Unavailable,
+)
 from ..ids import validate_id
+from ..lifecycle import Status
 from ..models import Session
 from .protocol import SESSION_SCOPE_KEY
 
@@ -120,28 +132,48 @@ class LegacySessions:
         )
 
     async def _check(self, raw_id: str) -> Session | None:
+        """The session ``raw_id`` names, or None: refused (404). ``Unavailable`` is raised (503):
+        the session may well be there, and an adopted id is still the client's to retry."""
         try:
             session_id = validate_id(raw_id, "Mcp-Session-Id")
+        except InvalidInput as exc:
+            logger.info("request refused with 404: %s", exc)
+            return None
+        return await self._session(session_id, adopt=self.adopt_ids)
+
+    async def _session(self, session_id: str, *, adopt: bool) -> Session | None:
+        try:
             return await self.extension.session_for_request(session_id)
         except SessionNotFound:
-            if self.adopt_ids:
-                return await self._adopt(raw_id)
-            logger.info("request for unknown session %s: 404", raw_id[:64])
+            if adopt:
+                return await self._adopt(session_id)
+            logger.info("request for unknown session %s: 404", session_id)
+        except SessionNotActive as exc:
+            if self.adopt_ids and exc.current is Status.INITIALIZING:
+                # An adoption that stopped between its two writes (the store failed): finish it.
+                return await self._adopted(session_id, self.extension.finish_opening(session_id))
+            logger.info("request refused with 404: %s", exc)
         except Unavailable:
             raise
-        except SessionStoreError as exc:  # expired, not active, malformed id
+        except SessionStoreError as exc:  # expired
             logger.info("request refused with 404: %s", exc)
         return None
 
     async def _adopt(self, session_id: str) -> Session | None:
         try:
-            session = await self.extension.open_session(session_id=session_id)
+            return await self._adopted(
+                session_id, self.extension.open_session(session_id=session_id)
+            )
         except SessionAlreadyExists:
-            # Another instance adopted it first (or an expired one still holds the id).
-            try:
-                return await self.extension.session_for_request(session_id)
-            except SessionStoreError:
-                return None
+            # Another instance adopted it first (or an expired one still holds the id): taken as
+            # it is, never adopted again.
+            return await self._session(session_id, adopt=False)
+
+    async def _adopted(self, session_id: str, opening: Awaitable[Session]) -> Session | None:
+        try:
+            session = await opening
+        except (Unavailable, SessionAlreadyExists):
+            raise
         except SessionStoreError as exc:
             logger.info("session %s could not be adopted: %s", session_id, exc)
             return None

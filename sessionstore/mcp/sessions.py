@@ -145,6 +145,15 @@ class SessionLifecycle:
         self._remember(session.session_id, owner, session.ttl)
         return session
 
+    async def finish_opening(self, session_id: str) -> Session:
+        """Activate a session of the current principal that was created but never activated
+        (its opening stopped between ``open_session``'s two writes); an active one is returned
+        as it is (one UpdateItem either way)."""
+        owner = principal_owner()
+        session = await self.store.activate(session_id, owner=owner)
+        self._remember(session.session_id, owner, session.ttl)
+        return session
+
     async def session_for_request(self, session_id: str) -> Session:
         """The live, active session of the current principal (one consistent read). An idle
         session with less than half its idle period left is also touched (one UpdateItem), so
