@@ -349,9 +349,11 @@ class SessionStore:
 
         Two writes (module ``context``): an UpdateItem reserves the next seqs on the metadata
         item under every guard and bumps the version; then a PutItem stores the messages as one
-        immutable page. Returns the metadata item as this append left it. Without
-        ``expected_version`` concurrent appends never refuse each other; with it, another current
-        version raises ``VersionConflict(current=...)``. ``ContextFull`` (past the store's
+        immutable page. Returns the metadata item as this append left it (after a lost
+        response settled from a later copy of the item: ``message_count`` where this append
+        ended, the version it set when ``expected_version`` pinned it, else the later copy's).
+        Without ``expected_version`` concurrent appends never refuse each other; with it, another
+        current version raises ``VersionConflict(current=...)``. ``ContextFull`` (past the store's
         limits) and ``ItemTooLarge`` (more than one page holds) are raised with nothing written.
 
         If the page cannot be written after the reservation (``Unavailable``), the messages are
@@ -388,7 +390,7 @@ class SessionStore:
             )
 
         try:
-            return self._write(
+            session = self._write(
                 session_id,
                 owner,
                 edit,
@@ -406,6 +408,13 @@ class SessionStore:
                 "(a reservation may have landed, leaving a hole that readers skip)",
                 maybe_applied=False,
             ) from exc
+        end = first_seq(session, token) + count
+        if session.message_count == end:
+            return session
+        # A lost response settled from a later copy of the item (other appends on top): the
+        # caller reads on from where *this* append ended, or it would skip their messages.
+        version = session.version if expected_version is None else expected_version + 1
+        return dataclasses.replace(session, message_count=end, version=version)
 
     # ------------------------------------------------------------------ tool calls
 

@@ -97,3 +97,52 @@ def test_writes_of_unknown_outcome_leak_no_tokens(engine: Any, table: str) -> No
     # Another instance, which can remove nobody's young tokens, still gets its write in.
     other = ss.SessionStore(single, table, clock=clock, ids=ss.CounterIds("o"), retry=NO_SLEEP)
     assert other.append_context(sid, ["from another instance"]).message_count > 0
+
+
+# ---------------------------------------------------------------------------- settled appends
+
+
+def test_an_append_settled_after_a_lost_response_returns_where_it_ended(
+    store: ss.SessionStore, active: ss.Session, client: Any, engine: Any, table: str
+) -> None:
+    """The response of our reservation is lost and another writer appends before our retry
+    settles it: the session returned must end at *our* messages, so a reader continuing from
+    its position still sees the other writer's message."""
+    rival = ss.SessionStore(
+        ss.connect(engine.endpoint_url), table, clock=store.clock, ids=ss.CounterIds("r")
+    )
+    sid = active.session_id
+
+    def rival_appends(operation: str) -> None:
+        if operation == "UpdateItem":
+            rival.append_context(sid, ["theirs"], owner="alice")
+
+    faults = FaultInjector(client, script=[Fault.LOST_RESPONSE], after_lost=rival_appends)
+    with faults:
+        ours = store.append_context(sid, ["mine"], owner="alice")
+    assert faults.injected[Fault.LOST_RESPONSE] == 1
+    assert list(store.context(sid, owner="alice")) == ["mine", "theirs"]
+    # position = message_count: the seq of our last message is one below it
+    assert ours.message_count == 1
+    reader = store.context(sid, owner="alice", after=ours.message_count - 1)
+    assert list(reader) == ["theirs"]
+
+
+def test_a_pinned_append_settled_late_returns_the_version_it_set(
+    store: ss.SessionStore, active: ss.Session, client: Any, engine: Any, table: str
+) -> None:
+    rival = ss.SessionStore(
+        ss.connect(engine.endpoint_url), table, clock=store.clock, ids=ss.CounterIds("r")
+    )
+    sid = active.session_id
+
+    def rival_appends(operation: str) -> None:
+        if operation == "UpdateItem":
+            rival.append_context(sid, ["theirs"], owner="alice")
+
+    with FaultInjector(client, script=[Fault.LOST_RESPONSE], after_lost=rival_appends):
+        ours = store.append_context(sid, ["mine"], owner="alice", expected_version=active.version)
+    assert ours.version == active.version + 1
+    # Pinned on what it returned, the next append is refused: the session moved on since.
+    with pytest.raises(ss.VersionConflict):
+        store.append_context(sid, ["next"], owner="alice", expected_version=ours.version)
