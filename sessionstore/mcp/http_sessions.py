@@ -9,19 +9,27 @@ gets 405: holding the standalone stream open would tie the client to one instanc
 2026-07-28+ request has no session in the protocol and passes through.
 
 Only the store failing (``Unavailable``) is a 503: the session may be fine, so the client should
-retry, not start over.
+retry, not start over. What the client sent never is: a body the SDK refuses goes on to the SDK,
+which answers it, and of an ``initialize`` the SDK accepts, what the store cannot keep is left
+out of the session's attributes (``handshake_attributes``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
+import pydantic_core
+from mcp_types import JSONRPCRequest, jsonrpc_message_adapter
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .. import codec
+from ..attributes import ATTRIBUTES_MAX_BYTES, attributes_size
+from ..codec import JSON
 from ..errors import (
     InvalidInput,
     SessionAlreadyExists,
@@ -42,6 +50,12 @@ SESSION_HEADER: Final = b"mcp-session-id"
 _VERSION_HEADER: Final = b"mcp-protocol-version"
 #: The SDK's own request body bound (``DEFAULT_MAX_REQUEST_BODY_SIZE``).
 MAX_BODY_BYTES: Final = 4 * 1024 * 1024
+#: Longer is no protocol version at all (the SDK answers with one of its own): not kept.
+_MAX_VERSION_CHARS: Final = 64
+#: The members of ``clientInfo`` that name the client: kept when the rest does not fit.
+_CLIENT_NAMING: Final = ("name", "version", "title")
+#: Each of those is cut to this many characters when even they do not fit whole.
+_MAX_NAMING_CHARS: Final = 128
 
 logger = logging.getLogger(__name__)
 
@@ -97,17 +111,16 @@ class LegacySessions:
     async def _initialize(
         self, scope: Scope, receive: Receive, send: Send, params: dict[str, Any]
     ) -> None:
-        client = params.get("clientInfo")
-        attributes = {
-            "protocolVersion": params.get("protocolVersion"),
-            "clientInfo": client,
-            "clientCapabilities": params.get("capabilities"),
-        }
+        attributes, left_out = handshake_attributes(params)
         try:
             session = await self.extension.open_session(attributes=attributes)
-        except SessionStoreError as exc:
+        except Unavailable as exc:
             logger.warning("initialize: no session could be created: %s", exc)
             await _status(send, 503, f"session store unavailable: {exc}")
+            return
+        except SessionStoreError as exc:  # not the client's doing, and no retry will help
+            logger.error("initialize: no session could be created: %s", exc)
+            await _status(send, 500, "no session could be created")
             return
         status = 0
 
@@ -121,15 +134,26 @@ class LegacySessions:
 
         await self.app(scope, receive, with_session_id)
         if status >= 400:  # the SDK refused the handshake: nothing to keep
-            await self.extension.end_session(session.session_id, quiet=True)
+            # The answer is sent already; end_session logs a failure (quiet) and TTL removes it.
+            with contextlib.suppress(SessionStoreError):
+                await self.extension.end_session(session.session_id, quiet=True)
             return
+        client = attributes.get("clientInfo")
         logger.info(
             "session %s opened for %s (protocol %s, client %s)",
             session.session_id,
             session.owner or "an anonymous principal",
-            attributes["protocolVersion"],
+            attributes.get("protocolVersion"),
             client.get("name") if isinstance(client, dict) else None,
         )
+        if left_out:
+            logger.info(
+                "session %s: left out of its attributes, as more than the store keeps (%d bytes)"
+                " or not writable as JSON: %s",
+                session.session_id,
+                ATTRIBUTES_MAX_BYTES,
+                "; ".join(left_out),
+            )
 
     async def _check(self, raw_id: str) -> Session | None:
         """The session ``raw_id`` names, or None: refused (404). ``Unavailable`` is raised (503):
@@ -199,17 +223,101 @@ class LegacySessions:
 
 
 def _initialize_params(body: bytes) -> dict[str, Any] | None:
-    """The params of a single JSON-RPC ``initialize`` request, or None for anything else."""
+    """The params of a single JSON-RPC ``initialize`` request, or None for anything else. Read
+    with the SDK's own parser and message model, so that what the SDK refuses (malformed JSON,
+    nesting past its parser's limit, a lone surrogate, an invalid message) goes on to the SDK,
+    which answers it as it always does."""
     try:
-        message = json.loads(body)
-    except ValueError:
+        message = jsonrpc_message_adapter.validate_python(
+            pydantic_core.from_json(body), by_name=False
+        )
+    except ValueError:  # pydantic's ValidationError is one
         return None
-    if not isinstance(message, dict) or message.get("method") != "initialize":
+    if not isinstance(message, JSONRPCRequest) or message.method != "initialize":
+        return None  # a notification named initialize is no handshake either
+    return message.params or {}
+
+
+def handshake_attributes(params: dict[str, Any]) -> tuple[dict[str, JSON], list[str]]:
+    """The session attributes for an ``initialize``'s params, and what of them was left out.
+
+    The client sent them and the SDK took them, so what the store cannot keep (its attributes
+    are exact JSON, ``ATTRIBUTES_MAX_BYTES`` in all) is left out, never the session refused:
+    members the JSON writer refuses (NaN and Infinity, which the SDK's parser reads), then as
+    long as they do not fit: ``clientInfo``'s icons (one data URI can be past the limit), the
+    rest of it but its name, version and title, the capabilities, the length of those three,
+    and last ``clientInfo`` itself. A protocol version is kept if it is a short string.
+    """
+    left_out: list[str] = []
+    attributes: dict[str, JSON] = {}
+    version = params.get("protocolVersion")
+    if isinstance(version, str) and len(version) <= _MAX_VERSION_CHARS and _writable(version):
+        attributes["protocolVersion"] = version
+    elif version is not None:
+        left_out.append("protocolVersion")
+    for name, key in (("clientInfo", "clientInfo"), ("clientCapabilities", "capabilities")):
+        value = _writable_part(params.get(key), name, left_out)
+        if value is not None:
+            attributes[name] = value
+    # Checked before each step; what the last step leaves (a short version at most) fits.
+    for step, smaller in _reductions(attributes):
+        if _fits(attributes):
+            break
+        left_out.append(step)
+        attributes = smaller
+    return attributes, left_out
+
+
+def _writable(value: object) -> bool:
+    try:
+        codec.encode(value)
+    except InvalidInput:
+        return False
+    return True
+
+
+def _writable_part(value: object, name: str, left_out: list[str]) -> JSON:
+    """``value`` if the store can write it; of an object, the members it can write."""
+    if value is None or _writable(value):
+        return value
+    if not isinstance(value, dict):
+        left_out.append(name)
         return None
-    if "id" not in message:  # a notification
-        return None
-    params = message.get("params")
-    return params if isinstance(params, dict) else {}
+    kept = {k: v for k, v in value.items() if _writable(k) and _writable(v)}
+    left_out.extend(f"{name}.{k!r:.40}" for k in value if k not in kept)
+    return kept
+
+
+def _fits(attributes: dict[str, JSON]) -> bool:
+    texts = {name: codec.encode(value) for name, value in attributes.items()}
+    return attributes_size(texts) <= ATTRIBUTES_MAX_BYTES
+
+
+def _reductions(attributes: dict[str, JSON]) -> Iterator[tuple[str, dict[str, JSON]]]:
+    """Each smaller form of ``attributes`` in turn, with what it leaves out."""
+    client = attributes.get("clientInfo")
+    if isinstance(client, dict):
+        if "icons" in client:
+            client = {k: v for k, v in client.items() if k != "icons"}
+            attributes = {**attributes, "clientInfo": client}
+            yield "clientInfo.icons", attributes
+        naming = {k: client[k] for k in _CLIENT_NAMING if isinstance(client.get(k), str)}
+        if naming != client:
+            client = naming
+            attributes = {**attributes, "clientInfo": client}
+            yield "clientInfo but its name, version and title", attributes
+    if "clientCapabilities" in attributes:
+        attributes = {k: v for k, v in attributes.items() if k != "clientCapabilities"}
+        yield "clientCapabilities", attributes
+    if isinstance(client, dict):
+        cut = {k: v[:_MAX_NAMING_CHARS] for k, v in client.items()}
+        attributes = {**attributes, "clientInfo": cut}
+        yield (
+            f"clientInfo's name, version and title past {_MAX_NAMING_CHARS} characters",
+            attributes,
+        )
+    if "clientInfo" in attributes:
+        yield "clientInfo", {k: v for k, v in attributes.items() if k != "clientInfo"}
 
 
 async def _buffer(receive: Receive) -> tuple[bytes | None, Receive]:
@@ -242,7 +350,7 @@ async def _status(send: Send, status: int, message: str | None) -> None:
         headers.append((b"allow", b"POST, DELETE"))
     body = b""
     if message is not None:
-        code = -32600 if status != 503 else -32603
+        code = -32603 if status >= 500 else -32600
         body = json.dumps(
             {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
         ).encode()
