@@ -128,19 +128,32 @@ _RECORD_OVERHEAD = sizing.item_size(
             **recorded_fields("", "", int("9" * 38), format_timestamp(0)),
             "claimToken": "x" * MAX_ID_LENGTH,
             "leaseUntil": int("9" * 38),
+            "round": int("9" * 38),  # a multi-round-trip call's (``StartRound``)
+            "roundToken": "x" * MAX_ID_LENGTH,
         }
     )
 )
 
 
-def check_record_size(item: Mapping[str, Any], limit: int) -> None:
-    """Refuse a recorded item over the item size limit before anything is sent."""
+def record_size(item: Mapping[str, Any], limit: int) -> int | None:
+    """The recorded item's size if it is over ``limit``, else None (measured only when a bound
+    does not settle it)."""
     # At most 4 UTF-8 bytes per character of the three texts: a bound of the item's size.
     characters = len(item["toolName"]) + len(item["input"]) + len(item["output"])
     if _RECORD_OVERHEAD + 4 * characters <= limit:
-        return  # the usual case: no need to measure
+        return None  # the usual case: no need to measure
     size = sizing.item_size(item_to_wire(dict(item)))
-    if size > limit:
+    return size if size > limit else None
+
+
+def fits(item: Mapping[str, Any], limit: int) -> bool:
+    return record_size(item, limit) is None
+
+
+def check_record_size(item: Mapping[str, Any], limit: int) -> None:
+    """Refuse a recorded item over the item size limit before anything is sent."""
+    size = record_size(item, limit)
+    if size is not None:
         raise ItemTooLarge(0, size, limit)
 
 
@@ -323,3 +336,68 @@ class CompleteToolCall:
 
     def exhausted(self, attempts: int) -> SessionStoreError:
         return gave_up(f"completion of tool call {self.tool_call_id!r}", attempts)
+
+
+@dataclass(slots=True)
+class StartRound:
+    """Start round ``round`` (2, 3, ...) of a multi-round-trip call this claim holds: one
+    UpdateItem on the call item, taken at most once per round whatever is re-sent.
+
+    The sealed ``requestState`` a client sends back proves the round was issued, not that it
+    has not run: a re-sent last round would run the tool's final step again. So the round is
+    claimed like the call was -- ``round`` moves from ``round - 1`` (absent before round 2) to
+    ``round`` only while the call is still claimed by ``token`` -- and the delivery's own
+    ``delivery`` token, kept beside it, tells its lost response apart from a rival delivery.
+    The lease is renewed, so a rival is told "in progress" while this round runs. A refusal
+    returns the item as it is (``Put.existing``; None when it is gone)."""
+
+    table: str
+    session_id: str
+    tool_call_id: str
+    token: str  # the claim's
+    round: int
+    delivery: str
+    lease_ms: int
+
+    operation = "update_item"
+
+    def request(self, now_ms: int) -> dict[str, Any]:
+        e = Expr()
+        previous = (
+            f"attribute_not_exists({e.n('round')})"
+            if self.round == 2
+            else f"{e.n('round')} = {e.v(self.round - 1)}"
+        )
+        return {
+            "TableName": self.table,
+            "Key": {
+                "pk": {"S": schema.pk(self.session_id)},
+                "sk": {"S": schema.tool_sk(self.tool_call_id)},
+            },
+            "UpdateExpression": (
+                f"SET {e.n('round')} = {e.v(self.round)}, {e.n('roundToken')} = "
+                f"{e.v(self.delivery)}, {e.n('leaseUntil')} = {e.v(now_ms + self.lease_ms)}"
+            ),
+            "ConditionExpression": all_of(
+                f"{e.n('claimToken')} = {e.v(self.token)}",
+                f"{e.n('state')} = {e.v(CallState.CLAIMED.value)}",
+                previous,
+            ),
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            **e.params(),
+        }
+
+    def succeeded(self, response: dict[str, Any]) -> Put:
+        return Put()
+
+    def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Put:
+        assert isinstance(failure, ConditionFailed)
+        if failure.old is not None and failure.old.get("roundToken") == self.delivery:
+            return Put()  # our own start landed; its response was lost
+        return Put(failure.old or {})
+
+    def maybe_landed(self) -> None:
+        pass  # the delivery token settles it
+
+    def exhausted(self, attempts: int) -> SessionStoreError:
+        return gave_up(f"round {self.round} of tool call {self.tool_call_id!r}", attempts)

@@ -34,9 +34,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from .. import codec, telemetry
+from .. import codec, sizing, telemetry
 from ..clock import format_timestamp
 from ..codec import JSON
+from ..errors import SessionExpired
 from ..ids import validate_id, validate_token
 from ..models import ToolCallRecord
 from ..store import SessionStore
@@ -45,8 +46,9 @@ from ..tool_calls import (
     CompleteToolCall,
     PutRecord,
     PutToolCall,
+    StartRound,
     call_item,
-    check_record_size,
+    fits,
     record_from_item,
     recorded_fields,
     state_of,
@@ -133,11 +135,37 @@ def answer(existing: Mapping[str, Any], fingerprint: str, token: str, now_ms: in
     return Outcome(State.UNKNOWN, held)
 
 
-def _result_fields(arguments: JSON, output: JSON, duration_ms: int, at: str) -> dict[str, Any]:
-    """What a call's result adds to its item, the texts encoded and checked."""
-    return recorded_fields(
-        codec.encode(arguments, "input"), codec.encode(output, "output"), duration_ms, at
+def _fitted_fields(
+    held: Mapping[str, Any],
+    arguments: JSON,
+    output: JSON,
+    duration_ms: int,
+    at: str,
+    limit: int,
+) -> dict[str, Any]:
+    """What a call's result adds to its item ``held``, made to fit the item size limit.
+
+    A repeat is answered from the fingerprint and the output, never from the input, so the
+    input goes first: past the limit it is kept as ``{"tooLarge": {"bytes": N}}``; then the
+    output likewise (that result is delivered this once; a repeat is told it was too large to
+    keep). The smallest form always fits, so the tool's run is never lost to its size -- and a
+    call is never refused for arguments the SDK accepted."""
+    input_text = codec.encode(arguments, "input")
+    output_text = codec.encode(output, "output")
+    forms = (
+        (input_text, output_text),
+        (_too_large(input_text), output_text),
+        (_too_large(input_text), _too_large(output_text)),
     )
+    for form_input, form_output in forms:
+        fields = recorded_fields(form_input, form_output, duration_ms, at)
+        if fits({**held, **fields}, limit):
+            return fields
+    raise AssertionError("a record without its input and output always fits")  # pragma: no cover
+
+
+def _too_large(text: str) -> str:
+    return codec.encode({"tooLarge": {"bytes": sizing.text_size(text)}}, "")
 
 
 @telemetry.traced("claim_tool_call")
@@ -179,6 +207,43 @@ def claim(
     return answer(put.existing, fingerprint, token, store.clock.now_ms())
 
 
+@telemetry.traced("start_round")
+def start_round(
+    store: SessionStore, claimed: Claim, round_number: int, *, lease_ms: int
+) -> Outcome:
+    """Take round ``round_number`` (2, 3, ...) of the multi-round-trip call ``claimed`` holds,
+    or say why not (blocking; one UpdateItem, ``tool_calls.StartRound``): a round runs at most
+    once, whatever is re-sent. A round already taken is answered like a repeat of the call:
+    ``RECORDED`` once the call finished (the stored result), ``IN_PROGRESS`` while another
+    delivery's lease runs, ``UNKNOWN`` after. ``SessionExpired`` when the item is gone or holds
+    another claim (the session's time ran out, and the id was taken again)."""
+    if claimed.token is None or round_number < 2:
+        raise ValueError("a later round needs its call's claim, with its token")
+    delivery = validate_token(store.ids.token())
+    plan = StartRound(
+        store.table_name,
+        claimed.session_id,
+        claimed.tool_call_id,
+        claimed.token,
+        round_number,
+        delivery,
+        lease_ms,
+    )
+    what = f"round {round_number} of tool call {claimed.tool_call_id!r}"
+    put = store._drive(plan, what)
+    if put.existing is None:
+        return Outcome(State.CLAIMED, claimed)
+    existing = put.existing
+    if not existing or existing.get("claimToken") != claimed.token:
+        raise SessionExpired(claimed.session_id, claimed.ttl)
+    held = Claim.from_item(existing)
+    if state_of(existing) is CallState.RECORDED:
+        return Outcome(State.RECORDED, held, record_from_item(existing))
+    if held.lease_until_ms is not None and store.clock.now_ms() < held.lease_until_ms:
+        return Outcome(State.IN_PROGRESS, held)
+    return Outcome(State.UNKNOWN, held)
+
+
 @telemetry.traced("complete_tool_call")
 def complete(
     store: SessionStore,
@@ -189,21 +254,21 @@ def complete(
     output: JSON,
     duration_ms: int,
 ) -> None:
-    """Write the result of a call this delivery claimed into its item (one UpdateItem).
+    """Write the result of a call this delivery claimed into its item (one UpdateItem); an
+    input or output too large to keep is kept as its size (``_fitted_fields``).
 
-    Raises ``ItemTooLarge`` before sending when the recorded item would exceed the item size
-    limit; ``SessionExpired`` when the item is gone (the session's time ran out while the tool
+    Raises ``SessionExpired`` when the item is gone (the session's time ran out while the tool
     ran), also when the id was taken again after the claim expired.
     """
     same_call = (claimed.session_id, claimed.tool_call_id) == (session_id, tool_call_id)
     if claimed.token is None or not same_call:
         raise ValueError("complete needs this call's claim, with its token")
     at = format_timestamp(store.clock.now_ms())
-    fields = _result_fields(arguments, output, duration_ms, at)
     held = call_item(
         session_id, tool_call_id, claimed.tool_name, claimed.fingerprint, at, claimed.ttl
     )
-    check_record_size({**held, **fields, "claimToken": claimed.token}, store.item_size_limit)
+    held["claimToken"] = claimed.token
+    fields = _fitted_fields(held, arguments, output, duration_ms, at, store.item_size_limit)
     plan = CompleteToolCall(
         store.table_name, session_id, tool_call_id, claimed.token, claimed.ttl, fields
     )
@@ -228,11 +293,9 @@ def put_record(
     different request raises ``ToolCallIdReused``)."""
     fingerprint = call_fingerprint(tool_name, arguments)
     at = format_timestamp(store.clock.now_ms())
-    item = {
-        **call_item(session_id, tool_call_id, tool_name, fingerprint, at, ttl),
-        **_result_fields(arguments, output, duration_ms, at),
-    }
-    check_record_size(item, store.item_size_limit)
+    held = call_item(session_id, tool_call_id, tool_name, fingerprint, at, ttl)
+    fields = _fitted_fields(held, arguments, output, duration_ms, at, store.item_size_limit)
+    item = {**held, **fields}
     put = store._drive(PutRecord(store.table_name, item), f"record of tool call {tool_call_id!r}")
     if put.existing is None:
         return None

@@ -14,6 +14,7 @@ from mcp_types import INVALID_PARAMS
 from ..errors import (
     InvalidInput,
     InvalidTransition,
+    ItemTooLarge,
     SessionExpired,
     SessionNotActive,
     SessionNotFound,
@@ -63,6 +64,12 @@ def to_mcp_error(exc: Exception, session_id: str | None = None) -> MCPError:
             TOOL_CALL_ID_REUSED,
             str(exc),
             {"reason": "tool_call_id_reused", "toolCallId": exc.claim.tool_call_id},
+        )
+    if isinstance(exc, ItemTooLarge):  # a size problem, never "unavailable"
+        return MCPError(
+            INVALID_PARAMS,
+            f"too large to store: {exc}",
+            {"reason": "too_large", "bytes": exc.current + exc.added, "limit": exc.limit},
         )
     if isinstance(exc, InvalidInput):
         return MCPError(INVALID_PARAMS, str(exc), {"reason": "invalid_input"})

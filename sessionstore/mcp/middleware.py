@@ -43,7 +43,7 @@ from mcp_types import (
 
 from ..aio import AsyncSessionStore
 from ..codec import JSON
-from ..errors import InvalidInput, ItemTooLarge, SessionStoreError
+from ..errors import InvalidInput, SessionStoreError
 from . import claims, rounds
 from .claims import State, ToolCallIdReused
 from .mcp_errors import to_mcp_error
@@ -198,7 +198,8 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
             return await self._serve_close(session_id, owner, legacy, params.name, ctx, call_next)
         route = self._route(params, arguments, declared, tool, session_id, owner, legacy)
         # A later round of a multi-round-trip call we claimed carries its claim.
-        claimed = rounds.resume(params, session_id, arguments)
+        resumed = rounds.resume(params, session_id, arguments)
+        claimed, round_number = resumed if resumed is not None else (None, 1)
         ttl = 0
         try:
             if claimed is None and not route.harmless:
@@ -212,11 +213,23 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
                 ttl = (route.checked or await self.session_for_request(session_id)).ttl
                 if claimed is not None:
                     route = replace(route, tool_call_id=claimed.tool_call_id)
-                    if not claimed.ttl:  # sealed by a release that did not seal the ttl
+                    if not claimed.ttl:  # sealed without the ttl: the session's
                         claimed = replace(claimed, ttl=ttl)
+                    # A round runs at most once, however often its requestState is re-sent.
+                    outcome = await self.store.run(
+                        claims.start_round,
+                        self.store.store,
+                        claimed,
+                        round_number,
+                        lease_ms=self.lease_ms,
+                    )
+                    if outcome.state is not State.CLAIMED:
+                        return _answer_repeat(outcome)
         except (SessionStoreError, ToolCallIdReused) as exc:
             raise to_mcp_error(exc, session_id) from exc
-        return await self._execute(route, params, arguments, claimed, ttl, ctx, call_next)
+        return await self._execute(
+            route, params, arguments, claimed, round_number, ttl, ctx, call_next
+        )
 
     async def _claim(self, route: Route, name: str, arguments: dict[str, Any]) -> claims.Outcome:
         ttl = (
@@ -245,6 +258,7 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
         params: CallToolRequestParams,
         arguments: dict[str, Any],
         claimed: claims.Claim | None,
+        round_number: int,
         ttl: int,
         ctx: ServerRequestContext[Any, Any],
         call_next: CallNext,
@@ -265,7 +279,7 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
             CURRENT_SESSION.reset(token)
         if isinstance(result, InputRequiredResult):
             # Not finished: the next round carries the claim in the sealed requestState.
-            return rounds.suspend(result, claimed)
+            return rounds.suspend(result, claimed, round_number + 1)
         if isinstance(result, CallToolResult):
             # Without its per-response metadata, which is not part of the outcome.
             dumped = result.model_dump(
@@ -308,12 +322,7 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
                 ttl=ttl,
             )
         try:
-            try:
-                await self.store.run(write, output, duration)
-            except ItemTooLarge as exc:
-                # The result is delivered this once; a repeat is told it was too large to keep.
-                too_large = {"tooLarge": {"bytes": exc.current + exc.added}}
-                await self.store.run(write, too_large, duration)
+            await self.store.run(write, output, duration)
         except (SessionStoreError, ToolCallIdReused) as exc:
             error = to_mcp_error(exc, view.session_id)
             if claimed is None:  # harmless: it ran, but running it changed nothing

@@ -18,9 +18,12 @@ from . import claims
 _ROUND_KEY = "io.sessionstore/claim"
 
 
-def suspend(result: InputRequiredResult, claimed: claims.Claim | None) -> InputRequiredResult:
+def suspend(
+    result: InputRequiredResult, claimed: claims.Claim | None, next_round: int
+) -> InputRequiredResult:
     """The SDK seals ``requestState``, so the claim comes back only unaltered, from the same
-    principal, for the same tool and arguments."""
+    principal, for the same tool and arguments. Sealing proves the round was issued, not that
+    it has not run: ``next_round`` is taken once, in the table (``claims.start_round``)."""
     if claimed is None:
         return result  # nothing claimed (a harmless tool): the rounds just run
     sealed = {
@@ -28,6 +31,7 @@ def suspend(result: InputRequiredResult, claimed: claims.Claim | None) -> InputR
         "toolCallId": claimed.tool_call_id,
         "token": claimed.token,
         "ttl": claimed.ttl,
+        "round": next_round,
     }
     state = json.dumps({_ROUND_KEY: sealed, "state": result.request_state})
     return result.model_copy(update={"request_state": state})
@@ -35,8 +39,9 @@ def suspend(result: InputRequiredResult, claimed: claims.Claim | None) -> InputR
 
 def resume(
     params: CallToolRequestParams, session_id: str, arguments: dict[str, Any]
-) -> claims.Claim | None:
-    """Our claim from a later round's ``requestState``; the tool gets its own state back."""
+) -> tuple[claims.Claim, int] | None:
+    """Our claim and the round number from a later round's ``requestState``; the tool gets its
+    own state back."""
     if params.request_state is None:
         return None
     try:
@@ -50,12 +55,13 @@ def resume(
     params.request_state = wrapped.get("state")
     if sealed.get("sessionId") != session_id:
         return None  # sealed for another session: this delivery starts afresh
-    return claims.Claim(
+    claim = claims.Claim(
         session_id=session_id,
         tool_call_id=str(sealed["toolCallId"]),
         tool_name=params.name,
         fingerprint=claims.call_fingerprint(params.name, arguments),
         token=str(sealed["token"]),
         lease_until_ms=None,
-        ttl=int(sealed.get("ttl", 0)),  # 0: not sealed (an earlier release); the caller reads it
+        ttl=int(sealed.get("ttl", 0)),  # 0: not sealed; the caller reads the session's
     )
+    return claim, max(2, int(sealed.get("round", 2)))
