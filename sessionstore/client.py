@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 _EMBEDDED: LocalDynamoDB | None = None
 _EMBEDDED_LOCK = threading.Lock()
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+#: ``connect()``'s botocore timeouts (seconds); a ``config=`` passed to it overrides them.
+CONNECT_TIMEOUT_S = 5
+READ_TIMEOUT_S = 20
 
 
 def _embedded_endpoint() -> str:
@@ -48,7 +51,13 @@ def connect(endpoint_url: str | None = None, *, max_attempts: int = 5, **client_
     """
     endpoint = endpoint_url or configured_endpoint()
     # total_max_attempts counts the first attempt; botocore's "max_attempts" key does not.
-    config = Config(retries={"mode": "standard", "total_max_attempts": max_attempts})
+    # Timeouts for DynamoDB, not botocore's 60 s each: a request botocore sent may land that
+    # long after, and a context page must land while readers still wait for it (``context``).
+    config = Config(
+        retries={"mode": "standard", "total_max_attempts": max_attempts},
+        connect_timeout=CONNECT_TIMEOUT_S,
+        read_timeout=READ_TIMEOUT_S,
+    )
     if "config" in client_kwargs:
         config = config.merge(client_kwargs.pop("config"))
     session = boto3.session.Session()

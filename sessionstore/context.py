@@ -26,6 +26,7 @@ Pages never change and are never deleted by the store: TTL removes them with the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -61,10 +62,34 @@ INCARNATION = "incarnation"  # the session's (``Session.incarnation``): pages of
 #: before it. A page follows its reservation at once; only botocore's retries delay it, and
 #: a reservation whose page never came is skipped after this long.
 IN_FLIGHT_S = 120
-#: A page is not sent once this long (seconds, by the writer's clock) has passed since its
-#: append began: readers must still be waiting for it when it lands. Half the window leaves the
-#: other half for clock skew between writer and reader and for the request's own time.
-PAGE_DEADLINE_S = IN_FLIGHT_S // 2
+#: A writer may send its page for at least this long (seconds, by its clock) after reserving.
+PAGE_DEADLINE_S = 60
+#: The clock skew between a writer and its readers that the window allows for (seconds).
+SKEW_S = 30
+
+# Readers must still be waiting when a page lands, and a request botocore sends lands up to its
+# connect and read timeouts later (it may be applied however late its answer comes). So the last
+# send -- each of botocore's own attempts, checked as it is sent (``wire.send_by``) -- is
+# ``IN_FLIGHT_S - SKEW_S - landing`` after the time the reservation states in ``tk``; a writer
+# whose client has long timeouts states a later time (``stated_delay``), so readers wait longer
+# for its holes instead of its page landing after they stopped waiting.
+
+
+def landing_s(client: Any) -> int:
+    """How long after botocore sends a request it may still land: the client's connect and read
+    timeouts (seconds, rounded up)."""
+    config = client.meta.config
+    return math.ceil((config.connect_timeout or 0) + (config.read_timeout or 0))
+
+
+def stated_delay(landing: int) -> int:
+    """How much later than its real time a reservation states in ``tk`` (seconds)."""
+    return max(0, PAGE_DEADLINE_S + landing + SKEW_S - IN_FLIGHT_S)
+
+
+def send_by_ms(entry: int, landing: int) -> int:
+    """The last time (epoch ms) a page may be sent, from its reservation's ``tk`` entry."""
+    return (token_time(entry) + IN_FLIGHT_S - SKEW_S - landing) * 1000
 
 
 def page_item(
@@ -94,6 +119,7 @@ class AppendEdit:
     added: int
     max_messages: int
     max_bytes: int
+    delay_s: int = 0  # ``stated_delay``: how much later than now the entry states
 
     def clauses(self, e: Expr) -> tuple[str, str, str]:
         count, size = e.n("messageCount"), e.n("contextBytes")
@@ -107,7 +133,7 @@ class AppendEdit:
 
     def token_value(self, e: Expr, now_s: int) -> str:
         # The count before this write is the first seq it reserves (SET reads the old item).
-        return f"{e.n('messageCount')} + {e.v(now_s * SEQ_SPAN)}"
+        return f"{e.n('messageCount')} + {e.v((now_s + self.delay_s) * SEQ_SPAN)}"
 
     def judge(self, current: Session) -> Session | None:
         if current.status is not Status.ACTIVE:
@@ -139,8 +165,8 @@ class WritePage:
     """PutItem of one page, if its key is free -- or held by a page of an earlier session under
     the same id (another incarnation, or a ttl that has passed: TTL deletes late). A refusal
     that finds our token means our lost attempt landed. Not sent after ``deadline_ms``
-    (``PAGE_DEADLINE_S``): ``Unavailable``, and the driver says whether an earlier attempt may
-    have landed."""
+    (``send_by_ms``; nor are botocore's own attempts, ``wire.send_by``): ``Unavailable``, and
+    the driver says whether an earlier attempt may have landed."""
 
     table: str
     session_id: str
@@ -153,9 +179,9 @@ class WritePage:
     def request(self, now_ms: int) -> dict[str, Any]:
         if now_ms > self.deadline_ms:
             raise Unavailable(
-                f"context page of session {self.session_id!r}: not sent, "
-                f"{PAGE_DEADLINE_S} s after the append began readers may have stopped waiting "
-                "for it; the messages were not stored by this attempt",
+                f"context page of session {self.session_id!r}: not sent, its send-by time "
+                "had passed and readers may have stopped waiting for it; the messages were not "
+                "stored by this attempt",
                 maybe_applied=False,
             )
         e = Expr()

@@ -45,17 +45,19 @@ from .attributes import (
 from .clock import Clock, SystemClock, format_timestamp
 from .codec import JSON
 from .context import (
-    PAGE_DEADLINE_S,
     AppendEdit,
     ContextReader,
     WritePage,
     first_page_key,
     first_seq,
+    landing_s,
     message_texts,
     page_item,
     page_size,
     read_context,
     recent_reservations,
+    send_by_ms,
+    stated_delay,
     validate_after,
 )
 from .errors import (
@@ -92,8 +94,8 @@ from .tool_calls import (
     recorded_fields,
     state_of,
 )
-from .wire import install_hooks, item_to_wire, send, to_python
-from .write_tokens import TOKEN_CAP, key
+from .wire import install_hooks, item_to_wire, send, send_by, to_python
+from .write_tokens import TOKEN_CAP, key, token_seq
 
 R = TypeVar("R")
 V = TypeVar("V")
@@ -146,6 +148,7 @@ class SessionStore:
         self.ids: IdFactory = ids or RandomIds()
         self.retry = retry or RetryPolicy()
         self.item_size_limit = item_size_limit
+        self._landing_s = landing_s(client)  # how late a page botocore sent may still land
         # A hint, never the truth: the last copy of each session this instance saw (per
         # incarnation), so the first attempt of a read-modify-write can skip the read, and a
         # write can remove the old tokens it showed in ``tk``. A stale hint costs one retry; it
@@ -374,20 +377,29 @@ class SessionStore:
         if size > self.item_size_limit:
             raise ItemTooLarge(0, size, self.item_size_limit, what="context page")
         edit = AppendEdit(
-            session_id, count, added, self.max_context_messages, self.max_context_bytes
+            session_id,
+            count,
+            added,
+            self.max_context_messages,
+            self.max_context_bytes,
+            stated_delay(self._landing_s),
         )
         reserved = False
-        deadline_ms = self.clock.now_ms() + PAGE_DEADLINE_S * 1000
 
         def write_page(session: Session) -> None:
             nonlocal reserved
             reserved = True
-            first = first_seq(session, token)
-            item = page_item(session_id, first, encoded, session.ttl, token, session.incarnation)
-            self._drive(
-                WritePage(self.table_name, session_id, item, token, deadline_ms),
-                f"context page of session {session_id!r}",
+            entry = session.write_tokens[key(token)]
+            item = page_item(
+                session_id, token_seq(entry), encoded, session.ttl, token, session.incarnation
             )
+            # Sent, botocore's own retries included, only while readers will still wait for it.
+            deadline_ms = send_by_ms(entry, self._landing_s)
+            with send_by(lambda: self.clock.now_ms() > deadline_ms):
+                self._drive(
+                    WritePage(self.table_name, session_id, item, token, deadline_ms),
+                    f"context page of session {session_id!r}",
+                )
 
         try:
             session = self._write(

@@ -14,6 +14,8 @@ a context variable), not in a thread-local, so it is right for threads and async
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -43,8 +45,15 @@ _CONTENTION_REASONS = frozenset(
     {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
 )
 _READS = frozenset({"get_item", "query"})
+
+
+class NotSent(Exception):
+    """Internal: a request's send-by time (``send_by``) had passed when botocore was about to
+    send one of its attempts, so that attempt was not sent."""
+
+
 #: Failures that prove the request never reached DynamoDB.
-NEVER_SENT = (EndpointConnectionError, ConnectTimeoutError, ProxyConnectionError)
+NEVER_SENT = (EndpointConnectionError, ConnectTimeoutError, ProxyConnectionError, NotSent)
 _CONTEXT_KEY = "sessionstore.attempt"
 #: DynamoDB's messages for an item over its size limit (PutItem; "to update": UpdateItem), whole or
 #: after a prefix -- not "Expression size has exceeded ..." nor "Size of hashkey has exceeded ...".
@@ -60,12 +69,34 @@ def is_item_size_message(message: object) -> bool:
 
 @dataclass(slots=True)
 class _Attempt:
-    """One logical send: did any of botocore's attempts maybe land without our hearing back?"""
+    """One logical send: did any of botocore's attempts maybe land without our hearing back?
+    ``past``: whether the send-by time of this send has passed (None: it has none)."""
 
     ambiguous: bool = False
+    past: Callable[[], bool] | None = None
 
 
 _CURRENT: ContextVar[_Attempt | None] = ContextVar("sessionstore_attempt", default=None)
+_SEND_BY: ContextVar[Callable[[], bool] | None] = ContextVar("sessionstore_send_by", default=None)
+
+
+@contextmanager
+def send_by(past: Callable[[], bool]) -> Iterator[None]:
+    """Within this block no attempt is sent -- botocore's own retries included -- once ``past()``
+    says the time is up: the driver checks a deadline once per attempt, but botocore may retry
+    one attempt for minutes (its timeouts, its backoff)."""
+    reset = _SEND_BY.set(past)
+    try:
+        yield
+    finally:
+        _SEND_BY.reset(reset)
+
+
+def check_send_by(**_: Any) -> None:
+    """``before-send`` hook: refuse to send an attempt whose send-by time has passed."""
+    attempt = _CURRENT.get()
+    if attempt is not None and attempt.past is not None and attempt.past():
+        raise NotSent()
 
 
 def tag_request(context: dict[str, Any], **_: Any) -> None:
@@ -105,6 +136,7 @@ def install_hooks(client: Any) -> None:
     events = client.meta.events
     events.register("before-call.dynamodb", tag_request, unique_id="sessionstore.tag-request")
     events.register("needs-retry.dynamodb", watch_attempt, unique_id="sessionstore.watch-attempt")
+    events.register("before-send.dynamodb", check_send_by, unique_id="sessionstore.send-by")
 
 
 def to_python(item: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -174,7 +206,7 @@ def send(
     unsent: ``RequestOverLimit`` (an ``InvalidInput``), ``ItemOverLimit`` for a whole item.
     """
     check_limits(operation, request)
-    attempt = _Attempt()
+    attempt = _Attempt(past=_SEND_BY.get())
     reset = _CURRENT.set(attempt)
     try:
         return getattr(client, operation)(**request)
@@ -210,6 +242,11 @@ def send(
         # Any other refusal -- a ValidationException about an expression, say, that slipped past
         # check_limits -- keeps DynamoDB's code and words: it was sent, so not InvalidInput.
         raise DynamoDBError(code, message) from exc
+    except NotSent as exc:
+        raise Unavailable(
+            "not sent: its send-by time passed while botocore was retrying it",
+            maybe_applied=attempt.ambiguous,
+        ) from exc
     except (BotoConnectionError, HTTPClientError) as exc:
         raise Unavailable(
             f"DynamoDB unreachable after retries: {exc}",

@@ -11,11 +11,14 @@ import pickle
 from typing import Any
 
 import pytest
+from botocore.config import Config
 
 import sessionstore as ss
 from sessionstore import schema, write_tokens
+from sessionstore.context import IN_FLIGHT_S, PAGE_DEADLINE_S, send_by_ms, stated_delay
 from sessionstore.retry import RetryPolicy
 from sessionstore.testing import Fault, FaultInjector
+from tests.conftest import scan
 
 NO_SLEEP = RetryPolicy(sleep=lambda _s: None)
 
@@ -146,3 +149,52 @@ def test_a_pinned_append_settled_late_returns_the_version_it_set(
     # Pinned on what it returned, the next append is refused: the session moved on since.
     with pytest.raises(ss.VersionConflict):
         store.append_context(sid, ["next"], owner="alice", expected_version=ours.version)
+
+
+# ---------------------------------------------------------------------------- late pages
+
+
+def test_a_page_is_never_sent_after_readers_stopped_waiting(
+    store: ss.SessionStore, active: ss.Session, client: Any, table: str
+) -> None:
+    """botocore retries one driver attempt for as long as its timeouts and backoff allow: a
+    retry sent after the window would land a page a reader had already skipped."""
+    sid = active.session_id
+    clock = store.clock
+    assert isinstance(clock, ss.ManualClock)
+
+    def time_passes(**_: Any) -> None:
+        clock.advance(seconds=IN_FLIGHT_S)  # botocore's backoff and timeouts, compressed
+
+    client.meta.events.register("needs-retry.dynamodb.PutItem", time_passes)
+    try:
+        with (
+            FaultInjector(client, script=[Fault.THROTTLE], operations=["PutItem"]) as faults,
+            pytest.raises(ss.Unavailable) as refused,
+        ):
+            store.append_context(sid, ["late"], owner="alice")
+    finally:
+        client.meta.events.unregister("needs-retry.dynamodb.PutItem", time_passes)
+    assert faults.injected[Fault.THROTTLE] == 1
+    assert refused.value.maybe_applied is False  # the page was never sent
+    pages = [i for i in scan(client, table) if i["sk"]["S"].startswith(schema.PAGE_PREFIX)]
+    assert pages == []
+    # A reader past the window skips the hole; what follows is read, and nothing comes later.
+    store.append_context(sid, ["next"], owner="alice")
+    assert list(store.context(sid, owner="alice")) == ["next"]
+
+
+def test_a_client_with_long_timeouts_makes_readers_wait_longer(
+    engine: Any, table: str, clock: ss.ManualClock
+) -> None:
+    slow = ss.connect(engine.endpoint_url, config=Config(connect_timeout=60, read_timeout=60))
+    store = ss.SessionStore(slow, table, clock=clock, ids=ss.CounterIds(), retry=NO_SLEEP)
+    sid = store.create_session().session_id
+    store.activate(sid)
+    session = store.append_context(sid, ["m"])
+    entry = session.write_tokens[write_tokens.key("t-0003")]
+    stated = write_tokens.token_time(entry)
+    now_s = clock.now_ms() // 1000
+    # 60 s to send + 120 s to land + 30 s of skew = 90 s past the 120 s readers wait anyway.
+    assert stated == now_s + stated_delay(120) == now_s + 90
+    assert send_by_ms(entry, 120) == (now_s + PAGE_DEADLINE_S) * 1000
