@@ -80,12 +80,25 @@ def live_session(e: Expr, *, owner: str | None, now_s: int) -> str:
     )
 
 
-def extend_idle(e: Expr, now_s: int) -> str:
-    """The SET action that moves the idle deadline: ``idleUntil = idle + :now``, so the writer
-    needs to know neither the idle period nor the cap. The deadline may pass ``ttl``: readers
-    take the earlier (``Session.expires_at``). A fixed-ttl session's ``idle`` is its whole ttl,
-    so one formula serves both."""
-    return f"{e.n('idleUntil')} = {e.n('idle')} + {e.v(now_s)}"
+def extend_idle(e: Expr, now_s: int) -> tuple[str, str]:
+    """``(SET actions, condition)`` that move the idle deadline on: ``idleUntil = idle + :now``,
+    so the writer needs to know neither the idle period nor the cap, and ``idleFrom = :now``,
+    the time it counts from. The deadline may pass ``ttl``: readers take the earlier
+    (``Session.expires_at``). A fixed-ttl session's ``idle`` is its whole ttl, so one formula
+    serves both.
+
+    The condition keeps the deadline from moving backwards: a writer whose clock lags behind
+    the last one's (``idleFrom`` later than its ``:now``) is refused, and sends its write again
+    without moving the deadline (``idle_ahead``). Clocks a second apart rarely meet it."""
+    now = e.v(now_s)
+    idle_from = e.n("idleFrom")
+    sets = f"{e.n('idleUntil')} = {e.n('idle')} + {now}, {idle_from} = {now}"
+    return sets, f"NOT ({idle_from} > {now})"
+
+
+def idle_ahead(item: Mapping[str, Any] | None, now_s: int) -> bool:
+    """The item's idle deadline counts from later than ``now_s``: moving it would shorten it."""
+    return item is not None and int(item.get("idleFrom", 0)) > now_s
 
 
 # ---------------------------------------------------------------------------- limits

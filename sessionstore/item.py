@@ -19,6 +19,8 @@ attribute         holds
                   for a fixed-ttl session: one formula serves both)
 ``idleUntil``     epoch seconds: ``idle`` after the last write (``expressions.extend_idle``);
                   may pass ``ttl``, the earlier of the two is when the session expires
+``idleFrom``      epoch seconds: when the last write moved ``idleUntil`` on (by its clock); a
+                  write never moves the deadline back from there
 ``incarnation``   unique per creation: tells a session from an earlier one under the same id
 ``messageCount``  seqs reserved for the context (``context``)
 ``contextBytes``  the bytes of the messages appended
@@ -98,7 +100,8 @@ def new_item(
 ) -> dict[str, Any]:
     """A new session's metadata item (python-typed). Its incarnation is the create's token,
     which it also names in ``tk`` like every write. ``idle`` / ``idle_until``: the idle period
-    and the first idle deadline (a fixed-ttl session: its ttl in seconds, and the cap)."""
+    and the first idle deadline (a fixed-ttl session: its ttl in seconds, and the cap), which
+    counts from its creation (``idleFrom``)."""
     item: dict[str, Any] = {
         "pk": schema.pk(session_id),
         "sk": schema.META_SK,
@@ -110,6 +113,7 @@ def new_item(
         "ttl": ttl,
         "idle": idle,
         "idleUntil": idle_until,
+        "idleFrom": parse_timestamp(stamp) // 1000,
         "incarnation": token,
         "messageCount": 0,
         "contextBytes": 0,
@@ -147,7 +151,7 @@ def _max_size() -> int:
     widest = new_item(
         "x" * MAX_ID_LENGTH,
         "x" * MAX_ID_LENGTH,
-        "x" * 24,
+        "9999-12-31T23:59:59.999Z",  # timestamps are always 24 characters
         WIDEST_TTL,
         "x" * MAX_TOKEN_LENGTH,
         0,
@@ -160,6 +164,7 @@ def _max_size() -> int:
         status=max((s.value for s in Status), key=len),
         messageCount=WIDEST_COUNT,
         contextBytes=WIDEST_CONTEXT_BYTES,
+        idleFrom=WIDEST_TTL,
         tk={
             f"{i:03d}".rjust(KEY_LENGTH, "x"): WIDEST_TTL * SEQ_SPAN + WIDEST_COUNT
             for i in range(TOKEN_CAP)

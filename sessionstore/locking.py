@@ -32,7 +32,7 @@ from .errors import (
     Unavailable,
     VersionConflict,
 )
-from .expressions import Expr, all_of, extend_idle, live_session
+from .expressions import Expr, all_of, extend_idle, idle_ahead, live_session
 from .item import live, owned, session_from_item
 from .models import Session
 from .wire import Cancelled, ConditionFailed, to_python
@@ -96,6 +96,7 @@ class MetadataWrite:
     seen_tokens: Mapping[str, int] | None = None
     settled: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()  # the tokens the last attempt removes
+    extend: bool = True  # move the idle deadline on (not when our clock lags the item's)
     attempted: int | None = None  # the version the last pinned attempt expected
     current: Session | None = field(default=None, repr=False)
 
@@ -113,12 +114,15 @@ class MetadataWrite:
             e, self.token, self.edit.token_value(e, now_s), self.removed, self.seen_tokens
         )
         stamp = f"{e.n('updatedAt')} = {e.v(format_timestamp(now_ms))}"
-        idle = extend_idle(e, now_s)  # every accepted write keeps an idle session alive
+        # Every accepted write keeps an idle session alive -- never moving its deadline back.
+        idle, idle_condition = extend_idle(e, now_s) if self.extend else ("", "")
         update = "SET " + ", ".join(s for s in (sets, stamp, idle, version_set, token_set) if s)
         dropped = ", ".join(r for r in (removes, token_removes) if r)
         if dropped:
             update += " REMOVE " + dropped
-        condition = all_of(alive, edit_condition, version_condition, token_condition)
+        condition = all_of(
+            alive, edit_condition, version_condition, token_condition, idle_condition
+        )
         return _update_metadata(self.table, self.session_id, e, update, condition)
 
     def succeeded(self, response: dict[str, Any]) -> Session:
@@ -136,6 +140,9 @@ class MetadataWrite:
         done = self.edit.judge(current)
         if done is not None:
             return done
+        if self.extend and idle_ahead(old, now_ms // 1000):
+            self.extend = False  # our clock lags: write without moving the deadline back
+            return RETRY
         if self.version is not None and current.version != self.version:
             if self.expected:
                 raise VersionConflict(self.session_id, self.version, current)
@@ -183,9 +190,9 @@ class Touch:
     def request(self, now_ms: int) -> dict[str, Any]:
         e = Expr()
         now_s = now_ms // 1000
-        update = "SET " + extend_idle(e, now_s)
-        condition = live_session(e, owner=self.owner, now_s=now_s)
-        return _update_metadata(self.table, self.session_id, e, update, condition)
+        sets, not_back = extend_idle(e, now_s)
+        condition = all_of(live_session(e, owner=self.owner, now_s=now_s), not_back)
+        return _update_metadata(self.table, self.session_id, e, "SET " + sets, condition)
 
     def succeeded(self, response: dict[str, Any]) -> Session:
         session = session_from_item(to_python(response["Attributes"]) or {})
@@ -194,7 +201,10 @@ class Touch:
 
     def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Session | Retry:
         assert isinstance(failure, ConditionFailed)
-        live(self.session_id, failure.old, self.owner, now_ms // 1000)  # raises why not
+        session = live(self.session_id, failure.old, self.owner, now_ms // 1000)  # or raise
+        if idle_ahead(failure.old, now_ms // 1000):
+            self.remember(session)
+            return session  # the deadline counts from later than our clock: nothing to move
         # Live by our clock but not by the condition: nothing explains the refusal.
         raise DynamoDBError("ConditionalCheckFailedException", repr(failure.old))
 

@@ -40,7 +40,7 @@ Approximations: an item DynamoDB does not return is sized from the request alone
 ``UpdateItem`` that succeeded is billed on the item after it (``ALL_NEW``: the metadata item
 changes by a few bytes per write, so only a KB boundary crossed by a shrinking write is
 missed), and a ``ConditionCheck`` (or a transactional update) that passed is billed as a 1 KB
-item (the metadata item takes at most ``METADATA_OVERHEAD``, 4,296 B; the attributes, in an
+item (the metadata item takes at most ``METADATA_OVERHEAD``, 4,311 B; the attributes, in an
 item of their own, at most about 4 KiB); a lost ``UpdateItem`` (nothing came back) counts 1
 unit. Only the operations the store sends are sized.
 

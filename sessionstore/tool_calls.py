@@ -32,7 +32,7 @@ from . import codec, schema, sizing
 from .attempts import RETRY, Retry, gave_up
 from .clock import format_timestamp
 from .errors import DynamoDBError, ItemTooLarge, SessionExpired, SessionNotActive, SessionStoreError
-from .expressions import Expr, all_of, extend_idle, live_session
+from .expressions import Expr, all_of, extend_idle, idle_ahead, live_session
 from .ids import MAX_ID_LENGTH
 from .item import WIDEST_TTL, live, session_from_item
 from .lifecycle import Status
@@ -191,35 +191,37 @@ class PutToolCall:
     item: dict[str, Any]
     exact_ttl: bool
     remember: Callable[[Session], None]
+    extend: bool = True  # move the idle deadline on (not when our clock lags the item's)
 
     operation = "transact_write_items"
 
     def request(self, now_ms: int) -> dict[str, Any]:
         now_s = now_ms // 1000
         session = Expr()
-        update = "SET " + extend_idle(session, now_s)
+        sets, not_back = extend_idle(session, now_s) if self.extend else ("", "")
         # Live, the caller's, active, and the incarnation the call's ttl belongs to.
         comparison = "=" if self.exact_ttl else ">="
         condition = all_of(
             live_session(session, owner=self.owner, now_s=now_s),
             f"{session.n('status')} = {session.v(Status.ACTIVE.value)}",
             f"{session.n('ttl')} {comparison} {session.v(self.item['ttl'])}",
+            not_back,
         )
-        return {
-            "TransactItems": [
-                {
-                    "Update": {
-                        "TableName": self.table,
-                        "Key": schema.meta_key(self.session_id),
-                        "UpdateExpression": update,
-                        "ConditionExpression": condition,
-                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                        **session.params(),
-                    }
-                },
-                {"Put": _put_call(self.table, self.item, now_s)},
-            ]
+        guard: dict[str, Any] = {
+            "TableName": self.table,
+            "Key": schema.meta_key(self.session_id),
+            "ConditionExpression": condition,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            **session.params(),
         }
+        # Without a deadline to move (our clock lags), the same guard as a ConditionCheck:
+        # billed alike, and refused alike with the item.
+        first = (
+            {"Update": {**guard, "UpdateExpression": "SET " + sets}}
+            if sets
+            else {"ConditionCheck": guard}
+        )
+        return {"TransactItems": [first, {"Put": _put_call(self.table, self.item, now_s)}]}
 
     def succeeded(self, response: dict[str, Any]) -> Put:
         return Put()
@@ -243,6 +245,9 @@ class PutToolCall:
             ttl = self.item["ttl"]
             if current.ttl != ttl and (self.exact_ttl or current.ttl < ttl):
                 self.item["ttl"] = current.ttl  # another incarnation's, or beyond the session
+                return RETRY
+            if self.extend and idle_ahead(meta_old, now_ms // 1000):
+                self.extend = False  # our clock lags: never move the deadline back
                 return RETRY
         raise DynamoDBError("TransactionCanceledException", repr(failure.reasons))
 

@@ -198,3 +198,35 @@ def test_a_client_with_long_timeouts_makes_readers_wait_longer(
     # 60 s to send + 120 s to land + 30 s of skew = 90 s past the 120 s readers wait anyway.
     assert stated == now_s + stated_delay(120) == now_s + 90
     assert send_by_ms(entry, 120) == (now_s + PAGE_DEADLINE_S) * 1000
+
+
+# ---------------------------------------------------------------------------- lagging clocks
+
+
+def test_a_lagging_clock_never_moves_the_idle_deadline_back(
+    client: Any, table: str, clock: ss.ManualClock
+) -> None:
+    """A writer whose clock lags by the idle period: its append, touch and tool record land,
+    and the session stays as long-lived as the punctual writer left it."""
+    idle = 600
+    punctual = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds("p"), retry=NO_SLEEP)
+    lagging_clock = ss.ManualClock(clock.now_ms() - idle * 1000)
+    lagging = ss.SessionStore(
+        client, table, clock=lagging_clock, ids=ss.CounterIds("l"), retry=NO_SLEEP
+    )
+    sid = punctual.create_session(idle_seconds=idle).session_id
+    deadline = punctual.activate(sid).idle_until
+    assert deadline == clock.now_ms() // 1000 + idle
+    assert lagging.append_context(sid, ["late clock"]).idle_until == deadline
+    assert lagging.touch(sid).idle_until == deadline
+    lagging.record_tool_call(sid, "c1", "tool", {}, "out", 1)
+    assert lagging.update_attributes(sid, {"k": 1}).idle_until == deadline
+    assert lagging.transition(sid, ss.Status.ACTIVE).idle_until == deadline
+    session = punctual.get_session(sid)
+    assert session.idle_until == deadline  # not moved back by any of them
+    assert list(punctual.context(sid)) == ["late clock"]
+    assert [r.tool_call_id for r in punctual.tool_calls(sid)] == ["c1"]
+    clock.advance(seconds=idle - 1)
+    assert punctual.get_session(sid).status is ss.Status.ACTIVE  # still alive for everyone
+    # A punctual write still moves it on.
+    assert punctual.append_context(sid, ["on time"]).idle_until == deadline + idle - 1
