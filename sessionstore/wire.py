@@ -237,6 +237,14 @@ def send(
             ) from exc
         if code == "ResourceNotFoundException":
             raise TableNotFound(f"table {table_name!r} not found: {message}") from exc
+        if code == "UnknownOperationException":
+            # An engine implementing part of the API (dynalite: no TransactWriteItems): said
+            # as such, not as a refusal of the request.
+            raise DynamoDBError(
+                code,
+                f"the engine at {client.meta.endpoint_url} lacks the {exc.operation_name} "
+                "operation, which this store needs",
+            ) from exc
         if code == "ValidationException" and is_item_size_message(message):
             raise ItemTooLarge(0, 0, item_size_limit, by_engine=True) from exc
         # Any other refusal -- a ValidationException about an expression, say, that slipped past

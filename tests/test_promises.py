@@ -5,12 +5,14 @@ deadline moved backwards), and checks the promise on the real embedded engine.""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import pickle
 from typing import Any
 
 import pytest
+from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 
 import sessionstore as ss
@@ -230,3 +232,38 @@ def test_a_lagging_clock_never_moves_the_idle_deadline_back(
     assert punctual.get_session(sid).status is ss.Status.ACTIVE  # still alive for everyone
     # A punctual write still moves it on.
     assert punctual.append_context(sid, ["on time"]).idle_until == deadline + idle - 1
+
+
+# ---------------------------------------------------------------------------- partial engines
+
+
+def test_an_operation_the_engine_lacks_is_named_by_every_write(
+    store: ss.SessionStore, active: ss.Session, client: Any
+) -> None:
+    """An engine implementing part of the API (dynalite has no TransactWriteItems) answers
+    400 ``UnknownOperationException`` with no message, injected here at botocore's level."""
+
+    def unknown(request: Any, **_kwargs: Any) -> AWSResponse:
+        body = json.dumps({"__type": "com.amazon.coral.service#UnknownOperationException"})
+        headers: Any = {"Content-Type": "application/x-amz-json-1.0"}
+        return AWSResponse(request.url, 400, headers, _Body(body.encode()))
+
+    client.meta.events.register("before-send.dynamodb.TransactWriteItems", unknown)
+    try:
+        with pytest.raises(ss.DynamoDBError) as raised:
+            store.record_tool_call(active.session_id, "c1", "t", {}, "out", 1, owner="alice")
+    finally:
+        client.meta.events.unregister("before-send.dynamodb.TransactWriteItems", unknown)
+    assert raised.value.code == "UnknownOperationException"
+    assert str(raised.value) == (
+        f"UnknownOperationException: the engine at {client.meta.endpoint_url} lacks the "
+        "TransactWriteItems operation, which this store needs"
+    )
+
+
+class _Body:
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def stream(self, *_args: Any, **_kwargs: Any) -> Any:
+        yield self._body
