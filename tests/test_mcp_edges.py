@@ -48,6 +48,15 @@ class Charges:
             return f"charged {idempotency_key}"
 
 
+async def _first_round(client: Client, key: str) -> tuple[dict[str, Any], str | None]:
+    """Open a session and run the first round of ``checkout``: its call and sealed state."""
+    opened = await client.call_tool("open_session", {})
+    call = {"session_id": opened.structured_content["session_id"], "idempotency_key": key}
+    first = await client.session.call_tool("checkout", call, allow_input_required=True)
+    assert isinstance(first, InputRequiredResult)
+    return call, first.request_state
+
+
 def test_a_re_sent_last_round_is_answered_from_the_record(
     engine: LocalDynamoDB, table: str
 ) -> None:
@@ -60,14 +69,7 @@ def test_a_re_sent_last_round_is_answered_from_the_record(
         async with instances.running() as a, instances.running() as b:
             proxy = RoundRobinProxy([_base(a.url), _base(b.url)])
             async with RunningServer(proxy) as lb, Client(lb.url) as client:
-                opened = await client.call_tool("open_session", {})
-                call = {
-                    "session_id": opened.structured_content["session_id"],
-                    "idempotency_key": "order-7",
-                }
-                first = await client.session.call_tool("checkout", call, allow_input_required=True)
-                assert isinstance(first, InputRequiredResult)
-                state = first.request_state
+                call, state = await _first_round(client, "order-7")
                 done = await client.session.call_tool(
                     "checkout", call, request_state=state, allow_input_required=True
                 )
@@ -96,14 +98,7 @@ def test_a_last_round_sent_twice_at_once_runs_once(engine: LocalDynamoDB, table:
             Client(a.url) as ca,
             Client(b.url) as cb,
         ):
-            opened = await ca.call_tool("open_session", {})
-            call = {
-                "session_id": opened.structured_content["session_id"],
-                "idempotency_key": "order-8",
-            }
-            first = await ca.session.call_tool("checkout", call, allow_input_required=True)
-            assert isinstance(first, InputRequiredResult)
-            state = first.request_state
+            call, state = await _first_round(ca, "order-8")
             running = asyncio.create_task(
                 ca.session.call_tool("checkout", call, request_state=state)
             )

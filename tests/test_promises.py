@@ -9,6 +9,7 @@ import json
 import multiprocessing
 import os
 import pickle
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -107,21 +108,29 @@ def test_writes_of_unknown_outcome_leak_no_tokens(engine: Any, table: str) -> No
 # ---------------------------------------------------------------------------- settled appends
 
 
+def _rival_appending(
+    store: ss.SessionStore, engine: Any, table: str, sid: str
+) -> Callable[[str], None]:
+    """An ``after_lost`` hook: another instance appends once our lost reservation landed."""
+    rival = ss.SessionStore(
+        ss.connect(engine.endpoint_url), table, clock=store.clock, ids=ss.CounterIds("r")
+    )
+
+    def rival_appends(operation: str) -> None:
+        if operation == "UpdateItem":
+            rival.append_context(sid, ["theirs"], owner="alice")
+
+    return rival_appends
+
+
 def test_an_append_settled_after_a_lost_response_returns_where_it_ended(
     store: ss.SessionStore, active: ss.Session, client: Any, engine: Any, table: str
 ) -> None:
     """The response of our reservation is lost and another writer appends before our retry
     settles it: the session returned must end at *our* messages, so a reader continuing from
     its position still sees the other writer's message."""
-    rival = ss.SessionStore(
-        ss.connect(engine.endpoint_url), table, clock=store.clock, ids=ss.CounterIds("r")
-    )
     sid = active.session_id
-
-    def rival_appends(operation: str) -> None:
-        if operation == "UpdateItem":
-            rival.append_context(sid, ["theirs"], owner="alice")
-
+    rival_appends = _rival_appending(store, engine, table, sid)
     faults = FaultInjector(client, script=[Fault.LOST_RESPONSE], after_lost=rival_appends)
     with faults:
         ours = store.append_context(sid, ["mine"], owner="alice")
@@ -136,15 +145,8 @@ def test_an_append_settled_after_a_lost_response_returns_where_it_ended(
 def test_a_pinned_append_settled_late_returns_the_version_it_set(
     store: ss.SessionStore, active: ss.Session, client: Any, engine: Any, table: str
 ) -> None:
-    rival = ss.SessionStore(
-        ss.connect(engine.endpoint_url), table, clock=store.clock, ids=ss.CounterIds("r")
-    )
     sid = active.session_id
-
-    def rival_appends(operation: str) -> None:
-        if operation == "UpdateItem":
-            rival.append_context(sid, ["theirs"], owner="alice")
-
+    rival_appends = _rival_appending(store, engine, table, sid)
     with FaultInjector(client, script=[Fault.LOST_RESPONSE], after_lost=rival_appends):
         ours = store.append_context(sid, ["mine"], owner="alice", expected_version=active.version)
     assert ours.version == active.version + 1
