@@ -72,7 +72,9 @@ SKEW_S = 30
 # send -- each of botocore's own attempts, checked as it is sent (``wire.send_by``) -- is
 # ``IN_FLIGHT_S - SKEW_S - landing`` after the time the reservation states in ``tk``; a writer
 # whose client has long timeouts states a later time (``stated_delay``), so readers wait longer
-# for its holes instead of its page landing after they stopped waiting.
+# for its holes instead of its page landing after they stopped waiting. The timeouts bound each
+# socket operation, not a whole request: a body trickling out for longer, or a request DynamoDB
+# applies after the client gave up, could land later still -- the skew allowance is the margin.
 
 
 def landing_s(client: Any) -> int:

@@ -47,28 +47,24 @@ class RandomIds:
     ``multiprocessing`` fork pool) and is not pickled (a spawned worker handed the factory), so
     no two processes share one, whatever the start method."""
 
-    # Set on first use, so that subclasses need not call ``__init__`` (the policy README's
-    # ``TenantIds`` does not). Two threads racing here each get a distinct prefix.
-    _prefix: str | None = None
-    _prefix_generation = -1
-    _tokens: itertools.count[int]
+    # ``(generation, prefix, counter)``, set on first use, so that subclasses need not call
+    # ``__init__`` (the policy README's ``TenantIds`` does not). One tuple, assigned once and read
+    # once: two threads racing here each get a prefix of their own with a counter of its own.
+    _drawn: tuple[int, str, itertools.count[int]] | None = None
 
     def session_id(self) -> str:
         return secrets.token_hex(16)
 
     def token(self) -> str:
-        prefix = self._prefix
-        if prefix is None or self._prefix_generation != _generation:
-            self._tokens = itertools.count(1)
-            prefix = self._prefix = secrets.token_urlsafe(9) + "."
-            self._prefix_generation = _generation
-        return f"{prefix}{next(self._tokens):x}"
+        drawn = self._drawn
+        if drawn is None or drawn[0] != _generation:
+            drawn = self._drawn = (_generation, secrets.token_urlsafe(9) + ".", itertools.count(1))
+        return f"{drawn[1]}{next(drawn[2]):x}"
 
     def __getstate__(self) -> dict[str, object]:
         # The prefix and counter stay with this process: a copy draws its own.
         state = dict(vars(self))
-        for name in ("_prefix", "_prefix_generation", "_tokens"):
-            state.pop(name, None)
+        state.pop("_drawn", None)
         return state
 
 

@@ -359,9 +359,10 @@ class SessionStore:
         current version raises ``VersionConflict(current=...)``. ``ContextFull`` (past the store's
         limits) and ``ItemTooLarge`` (more than one page holds) are raised with nothing written.
 
-        If the page cannot be written after the reservation (``Unavailable``), the messages are
-        not stored and the error says ``maybe_applied=False``: the reserved seqs stay a hole
-        that readers skip (``message_count`` counts them).
+        If the page cannot be written after the reservation (``Unavailable``), the reserved
+        seqs stay a hole that readers skip (``message_count`` counts them): with
+        ``maybe_applied=False`` the messages were not stored; with ``maybe_applied=True`` a page
+        attempt may have landed (in time for every reader), so they may be there.
         """
         _validate_session(session_id, owner)
         encoded = message_texts(messages)

@@ -379,13 +379,16 @@ class StartRound:
                 "pk": {"S": schema.pk(self.session_id)},
                 "sk": {"S": schema.tool_sk(self.tool_call_id)},
             },
+            # The previous round's suspension is no longer an answer: the client has moved on.
             "UpdateExpression": (
                 f"SET {e.n('round')} = {e.v(self.round)}, {e.n('roundToken')} = "
-                f"{e.v(self.delivery)}, {e.n('leaseUntil')} = {e.v(now_ms + self.lease_ms)}"
+                f"{e.v(self.delivery)}, {e.n('leaseUntil')} = {e.v(now_ms + self.lease_ms)} "
+                f"REMOVE {e.n(SUSPENDED)}, {e.n(SUSPENDED_ROUND)}"
             ),
             "ConditionExpression": all_of(
                 f"{e.n('claimToken')} = {e.v(self.token)}",
                 f"{e.n('state')} = {e.v(CallState.CLAIMED.value)}",
+                f"{e.n('ttl')} > {e.v(now_ms // 1000)}",  # TTL deletes late
                 previous,
             ),
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -406,3 +409,73 @@ class StartRound:
 
     def exhausted(self, attempts: int) -> SessionStoreError:
         return gave_up(f"round {self.round} of tool call {self.tool_call_id!r}", attempts)
+
+
+#: A suspended round's answer, kept in the call item for a re-sent round (``SuspendRound``).
+SUSPENDED = "suspended"
+SUSPENDED_ROUND = "suspendedRound"
+#: A suspension larger than this is not kept: a re-sent round is then told "in progress".
+MAX_SUSPENDED_BYTES = 64 * 1024
+
+
+@dataclass(slots=True)
+class SuspendRound:
+    """Keep the answer of round ``round`` -- it asked the client for input -- in the call item:
+    one UpdateItem, on the round still being ours. Its response is the only way to the next
+    round, so a client whose copy was lost and sends the round again is answered with it
+    (sealed afresh by the SDK) instead of waiting out a call that can no longer finish. The
+    next round removes it (``StartRound``). A refusal (the item gone, the round taken since)
+    leaves nothing to keep."""
+
+    table: str
+    session_id: str
+    tool_call_id: str
+    token: str  # the claim's
+    round: int
+    answer: str  # the ``InputRequiredResult`` as JSON text
+
+    operation = "update_item"
+
+    def request(self, now_ms: int) -> dict[str, Any]:
+        e = Expr()
+        this_round = (
+            f"attribute_not_exists({e.n('round')})"
+            if self.round == 1
+            else f"{e.n('round')} = {e.v(self.round)}"
+        )
+        return {
+            "TableName": self.table,
+            "Key": {
+                "pk": {"S": schema.pk(self.session_id)},
+                "sk": {"S": schema.tool_sk(self.tool_call_id)},
+            },
+            "UpdateExpression": (
+                f"SET {e.n(SUSPENDED)} = {e.v(self.answer)}, "
+                f"{e.n(SUSPENDED_ROUND)} = {e.v(self.round)}"
+            ),
+            "ConditionExpression": all_of(
+                f"{e.n('claimToken')} = {e.v(self.token)}",
+                f"{e.n('state')} = {e.v(CallState.CLAIMED.value)}",
+                this_round,
+            ),
+            **e.params(),
+        }
+
+    def succeeded(self, response: dict[str, Any]) -> None:
+        return None
+
+    def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> None:
+        return None  # the round is no longer ours to answer for: nothing to keep
+
+    def maybe_landed(self) -> None:
+        pass  # writing the same answer again is harmless
+
+    def exhausted(self, attempts: int) -> SessionStoreError:
+        return gave_up(f"suspension of tool call {self.tool_call_id!r}", attempts)
+
+
+def suspended_answer(item: Mapping[str, Any], round_number: int) -> str | None:
+    """The answer round ``round_number`` left in the call item (python-typed), if it did."""
+    if state_of(item) is not CallState.CLAIMED or SUSPENDED not in item:
+        return None
+    return str(item[SUSPENDED]) if int(item.get(SUSPENDED_ROUND, 0)) == round_number else None

@@ -14,12 +14,15 @@ from mcp.types import ToolAnnotations
 from mcp_types import INVALID_PARAMS, InputRequiredResult
 
 import sessionstore as ss
-from sessionstore import schema
+from sessionstore import codec, schema, sizing
+from sessionstore.clock import format_timestamp
 from sessionstore.local import LocalDynamoDB
-from sessionstore.mcp import RunningServer, protocol
+from sessionstore.mcp import RunningServer, claims, protocol
 from sessionstore.mcp.mcp_errors import to_mcp_error
 from sessionstore.mcp.protocol import IdempotencyKey, SessionHandle
 from sessionstore.testing.proxy import RoundRobinProxy
+from sessionstore.tool_calls import call_item, recorded_fields
+from sessionstore.wire import item_to_wire
 from tests.test_mcp_unmodified_clients import Instances, _base, _run
 
 
@@ -118,6 +121,70 @@ def test_a_last_round_sent_twice_at_once_runs_once(engine: LocalDynamoDB, table:
     assert charges.charged == ["order-8"]
 
 
+class ThreeRounds:
+    """Asks twice, then charges: rounds 1 and 2 suspend, round 3 finishes."""
+
+    def __init__(self) -> None:
+        self.runs: list[str | None] = []
+
+    def tools(self, server: MCPServer) -> None:
+        @server.tool()
+        async def booking(
+            ctx: Context, session_id: SessionHandle = None, idempotency_key: IdempotencyKey = None
+        ) -> str | InputRequiredResult:
+            """Two questions, then the booking."""
+            self.runs.append(ctx.request_state)
+            if ctx.request_state is None:
+                return InputRequiredResult(request_state="dates")
+            if ctx.request_state == "dates":
+                return InputRequiredResult(request_state="seats")
+            return f"booked after {ctx.request_state}"
+
+
+def test_a_re_sent_round_that_asked_for_input_gets_the_same_question_again(
+    engine: LocalDynamoDB, table: str
+) -> None:
+    """A round that answered ``InputRequiredResult`` and whose answer was lost: sending it
+    again must neither run it again nor strand the call; the question comes back, and the
+    next round still runs once."""
+    booking = ThreeRounds()
+    instances = Instances(engine, table, tools=booking.tools)
+
+    async def main() -> None:
+        async with instances.running() as a, instances.running() as b:
+            proxy = RoundRobinProxy([_base(a.url), _base(b.url)])
+            async with RunningServer(proxy) as lb, Client(lb.url) as client:
+                opened = await client.call_tool("open_session", {})
+                sid = opened.structured_content["session_id"]
+                call = {"session_id": sid, "idempotency_key": "trip-1"}
+                ask = client.session.call_tool
+                first = await ask("booking", call, allow_input_required=True)
+                again = await ask("booking", call, allow_input_required=True)  # round 1 re-sent
+                assert isinstance(first, InputRequiredResult)
+                assert isinstance(again, InputRequiredResult) and _replayed(again)
+                second = await ask(
+                    "booking", call, request_state=again.request_state, allow_input_required=True
+                )
+                lost = await ask(  # round 2 re-sent: its answer was lost on the way
+                    "booking", call, request_state=again.request_state, allow_input_required=True
+                )
+                assert isinstance(second, InputRequiredResult)
+                assert isinstance(lost, InputRequiredResult) and _replayed(lost)
+                done = await ask("booking", call, request_state=lost.request_state)
+                assert done.content[0].text == "booked after seats"
+                for state in (first.request_state, second.request_state):  # stale, re-sent
+                    late = await ask("booking", call, request_state=state)
+                    assert _replayed(late) and late.content[0].text == "booked after seats"
+                repeat = await ask("booking", call)
+                assert _replayed(repeat) and repeat.content[0].text == "booked after seats"
+            await proxy.aclose()
+        history = instances.stores[0].load(sid).tool_calls
+        assert [r.tool_call_id for r in history] == ["trip-1"]
+
+    _run(main)
+    assert booking.runs == [None, "dates", "seats"]  # each round ran once
+
+
 def _call_item(instances: Instances, call: dict[str, Any]) -> dict[str, Any]:
     store = instances.stores[0]
     key = {
@@ -207,3 +274,27 @@ def test_a_size_problem_is_never_reported_as_unavailability() -> None:
     error = to_mcp_error(ss.ItemTooLarge(0, 500_000, 409_600))
     assert error.code == INVALID_PARAMS and error.code != protocol.STORE_UNAVAILABLE
     assert error.data == {"reason": "too_large", "bytes": 500_000, "limit": 409_600}
+
+
+@pytest.mark.parametrize("rounds", [1, 2])
+@pytest.mark.parametrize("slack", [0, 19, 40])
+def test_a_result_at_the_item_size_limit_is_kept_whatever_the_claim_holds(
+    store: ss.SessionStore, active: ss.Session, rounds: int, slack: int
+) -> None:
+    """A result that fits the record alone but not beside the claim's own fields (its lease
+    while it is removed, a later round's number and token) is still written: kept whole when
+    it fits, else as its size -- never refused after the tool ran."""
+    sid = active.session_id
+    arguments = {"a": 1}
+    claimed = claims.claim(
+        store, sid, "c1", "tool", arguments, owner="alice", ttl=active.ttl, lease_ms=60_000
+    ).claim
+    if rounds == 2:
+        assert claims.start_round(store, claimed, 2, lease_ms=60_000).state is claims.State.CLAIMED
+    at = format_timestamp(store.clock.now_ms())
+    held = call_item(sid, "c1", "tool", claimed.fingerprint, at, claimed.ttl)
+    empty = recorded_fields(codec.encode(arguments), codec.encode(""), 1, at)
+    size = store.item_size_limit - sizing.item_size(item_to_wire({**held, **empty})) - slack
+    claims.complete(store, sid, "c1", claimed, arguments, "x" * size, 1)
+    (record,) = store.tool_calls(sid, owner="alice")
+    assert record.output == "x" * size or list(record.output) == ["tooLarge"]

@@ -14,9 +14,15 @@ none, or expired                        ``CLAIMED``: ours, run the tool
 ours (our token: a lost response)       ``CLAIMED``: ours, run the tool
 another request (tool or arguments)     ``ToolCallIdReused``
 recorded                                ``RECORDED``: the stored result, not run again
+claimed, asking the client for input    ``SUSPENDED``: the round's stored answer again
 claimed, lease running                  ``IN_PROGRESS``: ask again later
 claimed, lease over, never recorded     ``UNKNOWN``: it may or may not have run; never again
 ======================================  =================================================
+
+A multi-round-trip call (a tool answering ``InputRequiredResult``) keeps its claim across
+rounds (``rounds``): each later round is taken once (``start_round``), and a round that asks
+the client for input leaves that answer in the item (``suspend_round``), so a round re-sent
+after a lost response gets it again instead of running again.
 
 A tool that is harmless to run twice (read-only or idempotent, by the server's own
 annotations) is not claimed: its result is put once, recorded, by ``put_record`` (one PutItem).
@@ -29,7 +35,7 @@ shares the session's ``ttl`` and expires with it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -37,21 +43,25 @@ from typing import Any
 from .. import codec, sizing, telemetry
 from ..clock import format_timestamp
 from ..codec import JSON
-from ..errors import SessionExpired
-from ..ids import validate_id, validate_token
+from ..errors import ItemTooLarge, SessionExpired
+from ..ids import MAX_ID_LENGTH, validate_id, validate_token
 from ..models import ToolCallRecord
 from ..store import SessionStore
 from ..tool_calls import (
+    MAX_SUSPENDED_BYTES,
     CallState,
     CompleteToolCall,
+    Put,
     PutRecord,
     PutToolCall,
     StartRound,
+    SuspendRound,
     call_item,
     fits,
     record_from_item,
     recorded_fields,
     state_of,
+    suspended_answer,
 )
 
 
@@ -66,6 +76,7 @@ class State(Enum):
 
     CLAIMED = "claimed"  # the claim is ours: run the tool
     RECORDED = "recorded"  # finished and recorded: return the stored result
+    SUSPENDED = "suspended"  # the round asked the client for input: that answer again
     IN_PROGRESS = "in_progress"  # claimed by another delivery whose lease still runs
     UNKNOWN = "unknown"  # claimed, lease over, nothing recorded: it may or may not have run
 
@@ -105,6 +116,7 @@ class Outcome:
     state: State
     claim: Claim
     record: ToolCallRecord | None = None
+    suspended: str | None = None  # ``SUSPENDED``: the round's answer (JSON text)
 
 
 class ToolCallIdReused(Exception):
@@ -128,22 +140,43 @@ def answer(existing: Mapping[str, Any], fingerprint: str, token: str, now_ms: in
         return Outcome(State.CLAIMED, held)  # our own put landed; its response was lost
     if held.fingerprint != fingerprint:
         raise ToolCallIdReused(held)
+    return _standing(existing, held, 1, now_ms)
+
+
+def _standing(existing: Mapping[str, Any], held: Claim, round_number: int, now_ms: int) -> Outcome:
+    """Where the call in ``existing`` stands for a delivery of round ``round_number`` that may
+    not run: finished, suspended after that very round, running, or of unknown outcome."""
     if state_of(existing) is CallState.RECORDED:
         return Outcome(State.RECORDED, held, record_from_item(existing))
+    answer = suspended_answer(existing, round_number)
+    if answer is not None:
+        return Outcome(State.SUSPENDED, held, suspended=answer)
     if held.lease_until_ms is not None and now_ms < held.lease_until_ms:
         return Outcome(State.IN_PROGRESS, held)
     return Outcome(State.UNKNOWN, held)
 
 
-def _fitted_fields(
+#: What a claimed call's item may hold besides the record when its result is written: the
+#: claim's token and lease (an engine may size the item before the lease is removed) and a
+#: multi-round-trip call's round, at their widest.
+_CLAIM_FIELDS: dict[str, Any] = {
+    "claimToken": "x" * MAX_ID_LENGTH,
+    "leaseUntil": int("9" * 38),
+    "round": int("9" * 38),
+    "roundToken": "x" * MAX_ID_LENGTH,
+}
+
+
+def _fitted_forms(
     held: Mapping[str, Any],
     arguments: JSON,
     output: JSON,
     duration_ms: int,
     at: str,
     limit: int,
-) -> dict[str, Any]:
-    """What a call's result adds to its item ``held``, made to fit the item size limit.
+) -> list[dict[str, Any]]:
+    """What a call's result adds to its item ``held``, in the forms that fit the item size
+    limit as measured, the fullest first (the last always fits).
 
     A repeat is answered from the fingerprint and the output, never from the input, so the
     input goes first: past the limit it is kept as ``{"tooLarge": {"bytes": N}}``; then the
@@ -157,11 +190,21 @@ def _fitted_fields(
         (_too_large(input_text), output_text),
         (_too_large(input_text), _too_large(output_text)),
     )
-    for form_input, form_output in forms:
-        fields = recorded_fields(form_input, form_output, duration_ms, at)
-        if fits({**held, **fields}, limit):
-            return fields
-    raise AssertionError("a record without its input and output always fits")  # pragma: no cover
+    fitting = [recorded_fields(i, o, duration_ms, at) for i, o in forms]
+    fitting = [fields for fields in fitting if fits({**held, **fields}, limit)]
+    assert fitting, "a record without its input and output always fits"
+    return fitting
+
+
+def _write_fitted(forms: list[dict[str, Any]], plan: Callable[[dict[str, Any]], Any]) -> Any:
+    """Drive the plan of the fullest form; an engine that still finds it too large (its own
+    count, a field we did not foresee) gets the next one."""
+    for fields in forms[:-1]:
+        try:
+            return plan(fields)
+        except ItemTooLarge:
+            continue
+    return plan(forms[-1])
 
 
 def _too_large(text: str) -> str:
@@ -214,8 +257,9 @@ def start_round(
     """Take round ``round_number`` (2, 3, ...) of the multi-round-trip call ``claimed`` holds,
     or say why not (blocking; one UpdateItem, ``tool_calls.StartRound``): a round runs at most
     once, whatever is re-sent. A round already taken is answered like a repeat of the call:
-    ``RECORDED`` once the call finished (the stored result), ``IN_PROGRESS`` while another
-    delivery's lease runs, ``UNKNOWN`` after. ``SessionExpired`` when the item is gone or holds
+    ``RECORDED`` once the call finished (the stored result), ``SUSPENDED`` when that round asked
+    the client for input (its answer again), ``IN_PROGRESS`` while another delivery's lease
+    runs, ``UNKNOWN`` after. ``SessionExpired`` when the item is gone, past its ttl or holds
     another claim (the session's time ran out, and the id was taken again)."""
     if claimed.token is None or round_number < 2:
         raise ValueError("a later round needs its call's claim, with its token")
@@ -234,14 +278,32 @@ def start_round(
     if put.existing is None:
         return Outcome(State.CLAIMED, claimed)
     existing = put.existing
-    if not existing or existing.get("claimToken") != claimed.token:
+    now_ms = store.clock.now_ms()
+    if (
+        not existing
+        or existing.get("claimToken") != claimed.token
+        or int(existing["ttl"]) <= now_ms // 1000
+    ):
         raise SessionExpired(claimed.session_id, claimed.ttl)
-    held = Claim.from_item(existing)
-    if state_of(existing) is CallState.RECORDED:
-        return Outcome(State.RECORDED, held, record_from_item(existing))
-    if held.lease_until_ms is not None and store.clock.now_ms() < held.lease_until_ms:
-        return Outcome(State.IN_PROGRESS, held)
-    return Outcome(State.UNKNOWN, held)
+    return _standing(existing, Claim.from_item(existing), round_number, now_ms)
+
+
+@telemetry.traced("suspend_round")
+def suspend_round(store: SessionStore, claimed: Claim, round_number: int, answer: str) -> None:
+    """Keep round ``round_number``'s ``InputRequiredResult`` (JSON text) in the call item, for a
+    re-sent round (one UpdateItem, ``tool_calls.SuspendRound``); one too large to keep
+    (``MAX_SUSPENDED_BYTES``) is not sent."""
+    if claimed.token is None or sizing.text_size(answer) > MAX_SUSPENDED_BYTES:
+        return
+    plan = SuspendRound(
+        store.table_name,
+        claimed.session_id,
+        claimed.tool_call_id,
+        claimed.token,
+        round_number,
+        answer,
+    )
+    store._drive(plan, f"suspension of tool call {claimed.tool_call_id!r}")
 
 
 @telemetry.traced("complete_tool_call")
@@ -267,12 +329,18 @@ def complete(
     held = call_item(
         session_id, tool_call_id, claimed.tool_name, claimed.fingerprint, at, claimed.ttl
     )
-    held["claimToken"] = claimed.token
-    fields = _fitted_fields(held, arguments, output, duration_ms, at, store.item_size_limit)
-    plan = CompleteToolCall(
-        store.table_name, session_id, tool_call_id, claimed.token, claimed.ttl, fields
+    forms = _fitted_forms(
+        {**held, **_CLAIM_FIELDS}, arguments, output, duration_ms, at, store.item_size_limit
     )
-    store._drive(plan, f"completion of tool call {tool_call_id!r}")
+    token = claimed.token
+
+    def write(fields: dict[str, Any]) -> None:
+        plan = CompleteToolCall(
+            store.table_name, session_id, tool_call_id, token, claimed.ttl, fields
+        )
+        store._drive(plan, f"completion of tool call {tool_call_id!r}")
+
+    _write_fitted(forms, write)
 
 
 @telemetry.traced("record_tool_call")
@@ -294,9 +362,13 @@ def put_record(
     fingerprint = call_fingerprint(tool_name, arguments)
     at = format_timestamp(store.clock.now_ms())
     held = call_item(session_id, tool_call_id, tool_name, fingerprint, at, ttl)
-    fields = _fitted_fields(held, arguments, output, duration_ms, at, store.item_size_limit)
-    item = {**held, **fields}
-    put = store._drive(PutRecord(store.table_name, item), f"record of tool call {tool_call_id!r}")
+    forms = _fitted_forms(held, arguments, output, duration_ms, at, store.item_size_limit)
+
+    def write(fields: dict[str, Any]) -> Put:
+        plan = PutRecord(store.table_name, {**held, **fields})
+        return store._drive(plan, f"record of tool call {tool_call_id!r}")
+
+    put = _write_fitted(forms, write)
     if put.existing is None:
         return None
     return answer(put.existing, fingerprint, "", store.clock.now_ms())

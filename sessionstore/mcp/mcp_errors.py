@@ -66,11 +66,11 @@ def to_mcp_error(exc: Exception, session_id: str | None = None) -> MCPError:
             {"reason": "tool_call_id_reused", "toolCallId": exc.claim.tool_call_id},
         )
     if isinstance(exc, ItemTooLarge):  # a size problem, never "unavailable"
-        return MCPError(
-            INVALID_PARAMS,
-            f"too large to store: {exc}",
-            {"reason": "too_large", "bytes": exc.current + exc.added, "limit": exc.limit},
-        )
+        size = exc.current + exc.added
+        data: dict[str, Any] = {"reason": "too_large", "limit": exc.limit}
+        if size:  # zero when the engine refused it by its own count
+            data["bytes"] = size
+        return MCPError(INVALID_PARAMS, f"too large to store: {exc}", data)
     if isinstance(exc, InvalidInput):
         return MCPError(INVALID_PARAMS, str(exc), {"reason": "invalid_input"})
     if isinstance(exc, Unavailable):

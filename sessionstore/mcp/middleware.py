@@ -23,6 +23,7 @@ a call uses, and whether it is claimed) and this one (claim, run, record, answer
 from __future__ import annotations
 
 import inspect
+import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -43,7 +44,7 @@ from mcp_types import (
 
 from ..aio import AsyncSessionStore
 from ..codec import JSON
-from ..errors import InvalidInput, SessionStoreError
+from ..errors import InvalidInput, SessionExpired, SessionStoreError
 from . import claims, rounds
 from .claims import State, ToolCallIdReused
 from .mcp_errors import to_mcp_error
@@ -68,6 +69,7 @@ from .sessions import DEFAULT_IDLE_SECONDS, SessionLifecycle, principal_owner
 from .tool_session import CURRENT_SESSION, ToolSession
 
 _ATTACHED: WeakKeyDictionary[MCPServer, SessionStoreExtension] = WeakKeyDictionary()
+logger = logging.getLogger(__name__)
 
 
 class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
@@ -215,6 +217,8 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
                     route = replace(route, tool_call_id=claimed.tool_call_id)
                     if not claimed.ttl:  # sealed without the ttl: the session's
                         claimed = replace(claimed, ttl=ttl)
+                    elif claimed.ttl != ttl:  # sealed in an earlier session under this id
+                        raise SessionExpired(session_id, claimed.ttl)
                     # A round runs at most once, however often its requestState is re-sent.
                     outcome = await self.store.run(
                         claims.start_round,
@@ -278,8 +282,12 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
         finally:
             CURRENT_SESSION.reset(token)
         if isinstance(result, InputRequiredResult):
-            # Not finished: the next round carries the claim in the sealed requestState.
-            return rounds.suspend(result, claimed, round_number + 1)
+            # Not finished: the next round carries the claim in the sealed requestState, and
+            # the answer is kept for a client that lost it and sends this round again.
+            suspended = rounds.suspend(result, claimed, round_number + 1)
+            if claimed is not None:
+                await self._keep_suspension(claimed, round_number, suspended)
+            return suspended
         if isinstance(result, CallToolResult):
             # Without its per-response metadata, which is not part of the outcome.
             dumped = result.model_dump(
@@ -290,6 +298,23 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
             output = {"unrecordable": type(result).__name__}
         await self._record(view, arguments, output, started, claimed, ttl)
         return result
+
+    async def _keep_suspension(
+        self, claimed: claims.Claim, round_number: int, answer: InputRequiredResult
+    ) -> None:
+        text = answer.model_dump_json(by_alias=True, exclude_none=True)
+        try:
+            await self.store.run(
+                claims.suspend_round, self.store.store, claimed, round_number, text
+            )
+        except SessionStoreError as exc:
+            # The round itself succeeded: only a re-send of it would miss the kept answer.
+            logger.warning(
+                "round %d of tool call %r: its answer could not be kept: %s",
+                round_number,
+                claimed.tool_call_id,
+                exc,
+            )
 
     async def _record(
         self,
@@ -350,6 +375,11 @@ def _answer_repeat(outcome: claims.Outcome) -> HandlerResult:
             is_error=True,
             _meta={REPLAYED_KEY: True},
         )
+    if outcome.state is State.SUSPENDED and outcome.suspended is not None:
+        # The round's own answer again (the SDK seals its requestState afresh): the next round
+        # is still taken once, by whichever delivery brings it first.
+        again = InputRequiredResult.model_validate_json(outcome.suspended)
+        return again.model_copy(update={"meta": {**(again.meta or {}), REPLAYED_KEY: True}})
     if outcome.state is State.IN_PROGRESS:
         raise MCPError(
             TOOL_CALL_IN_PROGRESS,
