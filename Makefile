@@ -124,6 +124,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks
 	$(PY) -m benchmarks.instances
 	$(PY) -m benchmarks.mcp --calls 100
+	$(PY) -m benchmarks.fastmcp
 
 # The MCP conformance suite's active server scenarios against `python -m sessionstore.mcp
 # --conformance` (embedded engine, 127.0.0.1); not part of `make test`. npm installs the pinned
