@@ -46,6 +46,7 @@ from ..aio import AsyncSessionStore
 from ..codec import JSON
 from ..errors import InvalidInput, SessionExpired, SessionStoreError
 from . import claims, rounds
+from .capabilities import check_client_capabilities
 from .claims import State, ToolCallIdReused
 from .mcp_errors import to_mcp_error
 from .protocol import (
@@ -183,6 +184,8 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
         call_next: CallNext,
     ) -> HandlerResult:
         tool = self._tool(params.name)
+        if self._server is not None:  # SEP-2575: refused (-32021) before anything is claimed
+            check_client_capabilities(self._server, params.name, ctx)
         arguments: dict[str, Any] = dict(params.arguments or {})
         if tool is None or not valid(tool, arguments):
             return await call_next(ctx)  # the SDK's own error; nothing claimed or written
