@@ -6,6 +6,14 @@ package, not a bare SDK. It calls fixtures by name (``test_simple_text``, ``test
 ...); names, arguments and payloads follow its scenarios and its reference server
 (``examples/servers/typescript/everything-server.ts``).
 
+The 2026-07-28 fixtures ask the client through ``InputRequiredResult`` (SEP-2322): the tools
+``test_input_required_result_*`` and the prompt ``test_input_required_result_prompt``. Nothing
+waits in memory between rounds, so they pass on any number of instances; a tool call goes
+through the store's interceptor like any other (claimed in a session, each later round taken
+once). Each tool names the client capability it relies on (``capabilities``), so a request whose
+client did not declare it is refused with ``-32021`` before anything is claimed (SEP-2575, the
+suite's diagnostic tool ``test_missing_capability``).
+
 What a stateless, multi-instance server cannot pass, whatever the store does:
 
 * ``tools-call-sampling``, ``tools-call-elicitation``, ``elicitation-sep1034-defaults``,
@@ -42,12 +50,24 @@ from mcp_types import (
     CompleteRequestParams,
     CompleteResult,
     Completion,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    CreateMessageResult,
     ElicitationCapability,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
     EmbeddedResource,
     EmptyResult,
     ImageContent,
+    InputRequest,
+    InputRequiredResult,
+    InputResponse,
+    ListRootsRequest,
+    ListRootsResult,
     PromptReference,
     RequestParams,
+    RootsCapability,
     SamplingCapability,
     SamplingMessage,
     SetLevelRequestParams,
@@ -56,7 +76,10 @@ from mcp_types import (
     TextResourceContents,
     UnsubscribeRequestParams,
 )
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import Field
+
+from .capabilities import require_client_capabilities
 
 #: A 1x1 PNG and a one-sample WAV (the reference server's): the suite checks type and mime type.
 PNG_BASE64 = (
@@ -75,6 +98,7 @@ PROMPTS = (
     "test_prompt_with_arguments",
     "test_prompt_with_embedded_resource",
     "test_prompt_with_image",
+    "test_input_required_result_prompt",
 )
 RESOURCES = ("test://static-text", "test://static-binary", "test://watched-resource")
 RESOURCE_TEMPLATES = ("test://template/{id}/data",)
@@ -295,7 +319,252 @@ async def elicitation_sep1330_enums(ctx: Ctx) -> CallToolResult:
     return await _elicit(ctx, message, _ENUMS_SCHEMA, "Elicitation completed")
 
 
-_TOOLS: dict[str, Callable[..., Awaitable[CallToolResult]]] = {
+# --------------------------------------------------------------------------- multi-round-trip
+# The 2026-07-28 way to ask the client mid-call (SEP-2322): the tool answers InputRequiredResult
+# and the client retries the same call with inputResponses and the echoed requestState. Nothing
+# waits in memory, so any instance serves any round. Answers of earlier rounds ride the state
+# (the SDK seals it: tool, arguments and principal bound, tampering refused with -32602), so a
+# question answered once is not asked again.
+
+
+def _elicit_request(message: str, field: str, kind: str) -> ElicitRequest:
+    schema = {"type": "object", "properties": {field: {"type": kind}}, "required": [field]}
+    return ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))
+
+
+def _sampling_request(text: str, max_tokens: int) -> CreateMessageRequest:
+    message = SamplingMessage(role="user", content=TextContent(type="text", text=text))
+    return CreateMessageRequest(
+        params=CreateMessageRequestParams(messages=[message], max_tokens=max_tokens)
+    )
+
+
+def _elicited(field: str, kind: type) -> Callable[[InputResponse], Any]:
+    """The accepted form's ``field``; None (ask again) for anything else."""
+
+    def read(response: InputResponse) -> Any:
+        if not isinstance(response, ElicitResult):
+            return None
+        if response.action != "accept":
+            return {"action": response.action}  # an answer all the same: no means no
+        value = (response.content or {}).get(field)
+        return {"action": "accept", field: value} if isinstance(value, kind) else None
+
+    return read
+
+
+def _sampled(response: InputResponse) -> Any:
+    if not isinstance(response, CreateMessageResult):
+        return None
+    return response.content.text if isinstance(response.content, TextContent) else ""
+
+
+def _roots(response: InputResponse) -> Any:
+    return [str(r.uri) for r in response.roots] if isinstance(response, ListRootsResult) else None
+
+
+_Question = tuple[InputRequest, Callable[[InputResponse], Any]]
+
+_USER_NAME: _Question = (
+    _elicit_request("What is your name?", "name", "string"),
+    _elicited("name", str),
+)
+_CAPITAL: _Question = (_sampling_request("What is the capital of France?", 100), _sampled)
+_GREETING: _Question = (_sampling_request("Generate a greeting", 50), _sampled)
+_CLIENT_ROOTS: _Question = (ListRootsRequest(), _roots)
+_CONFIRM: _Question = (_elicit_request("Please confirm", "ok", "boolean"), _elicited("ok", bool))
+_STEP1: _Question = (
+    _elicit_request("Step 1: What is your name?", "name", "string"),
+    _elicited("name", str),
+)
+_STEP2: _Question = (
+    _elicit_request("Step 2: What is your favorite color?", "color", "string"),
+    _elicited("color", str),
+)
+_PROMPT_CONTEXT: _Question = (
+    _elicit_request("What context should the prompt use?", "context", "string"),
+    _elicited("context", str),
+)
+
+_STATE_KEY = "answers"
+
+
+def _carried(ctx: Ctx) -> dict[str, Any] | None:
+    """Earlier rounds' answers from this call's state; None when no state of ours came back."""
+    try:
+        state = json.loads(ctx.request_state) if ctx.request_state is not None else None
+    except ValueError:
+        return None
+    answers = state.get(_STATE_KEY) if isinstance(state, dict) else None
+    return answers if isinstance(answers, dict) else None
+
+
+def _gather(ctx: Ctx, *rounds: dict[str, _Question]) -> dict[str, Any] | InputRequiredResult:
+    """Every question's answer, or the next round to ask: the first round with a question still
+    open. A missing, wrong-keyed or unusable response is asked again, not an error (SEP-2322
+    recommends re-requesting); keys the tool did not ask are ignored."""
+    answers = dict(_carried(ctx) or {})
+    responses = ctx.input_responses or {}
+    for questions in rounds:
+        for key, (_, read) in questions.items():
+            if key not in answers and key in responses:
+                value = read(responses[key])
+                if value is not None:
+                    answers[key] = value
+        pending = {key: request for key, (request, _) in questions.items() if key not in answers}
+        if pending:
+            state = json.dumps({_STATE_KEY: answers}, separators=(",", ":"))
+            return InputRequiredResult(input_requests=pending, request_state=state)
+    return answers
+
+
+def _modern_only(ctx: Ctx) -> None:
+    # A handshake-era request has no way to carry inputResponses back; its server-to-client
+    # requests have no back channel here either (see the module docstring).
+    if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
+        raise ToolError(
+            "this tool asks the client through InputRequiredResult, which needs protocol "
+            f"2026-07-28 (this request: {ctx.protocol_version})"
+        )
+
+
+def _said(answer: Any, field: str) -> str:
+    return str(answer.get(field)) if answer.get("action") == "accept" else f"({answer['action']})"
+
+
+async def input_required_elicitation(ctx: Ctx) -> CallToolResult | InputRequiredResult:
+    """Asks the user's name through InputRequiredResult (elicitation), then greets them."""
+    _modern_only(ctx)
+    answers = _gather(ctx, {"user_name": _USER_NAME})
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    return _text(f"Hello, {_said(answers['user_name'], 'name')}!")
+
+
+async def input_required_sampling(ctx: Ctx) -> CallToolResult | InputRequiredResult:
+    """Asks the client's LLM a question through InputRequiredResult (sampling)."""
+    _modern_only(ctx)
+    answers = _gather(ctx, {"capital_question": _CAPITAL})
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    return _text(f"LLM response: {answers['capital_question']}")
+
+
+async def input_required_list_roots(ctx: Ctx) -> CallToolResult | InputRequiredResult:
+    """Asks the client's roots through InputRequiredResult (roots/list)."""
+    _modern_only(ctx)
+    answers = _gather(ctx, {"client_roots": _CLIENT_ROOTS})
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    return _text(f"Client roots: {', '.join(answers['client_roots']) or '(none)'}")
+
+
+async def input_required_request_state(ctx: Ctx) -> CallToolResult | InputRequiredResult:
+    """Asks for a confirmation; completes only with the requestState it issued echoed back."""
+    _modern_only(ctx)
+    if _carried(ctx) is None:  # no state of ours: round 1, whatever responses came along
+        return InputRequiredResult(
+            input_requests={"confirm": _CONFIRM[0]},
+            request_state=json.dumps({_STATE_KEY: {}}, separators=(",", ":")),
+        )
+    answers = _gather(ctx, {"confirm": _CONFIRM})
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    return _text(f"state-ok: confirmed={_said(answers['confirm'], 'ok')}")
+
+
+async def input_required_multiple_inputs(ctx: Ctx) -> CallToolResult | InputRequiredResult:
+    """Asks three things at once: a name (elicitation), a greeting (sampling) and the roots."""
+    _modern_only(ctx)
+    answers = _gather(
+        ctx, {"user_name": _USER_NAME, "greeting": _GREETING, "client_roots": _CLIENT_ROOTS}
+    )
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    name, roots = _said(answers["user_name"], "name"), ", ".join(answers["client_roots"])
+    return _text(f"name={name}; greeting={answers['greeting']}; roots={roots or '(none)'}")
+
+
+async def input_required_multi_round(ctx: Ctx) -> CallToolResult | InputRequiredResult:
+    """Asks a name, then (a second round, new requestState) a favourite colour."""
+    _modern_only(ctx)
+    answers = _gather(ctx, {"step1": _STEP1}, {"step2": _STEP2})
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    name, color = _said(answers["step1"], "name"), _said(answers["step2"], "color")
+    return _text(f"{name}'s favorite color is {color}")
+
+
+async def input_required_tampered_state(ctx: Ctx) -> CallToolResult | InputRequiredResult:
+    """Asks for a confirmation with a sealed requestState; a tampered one never reaches it."""
+    return await input_required_request_state(ctx)
+
+
+_BY_CAPABILITY: tuple[tuple[str, str, _Question], ...] = (
+    ("elicitation", "user_name", _USER_NAME),
+    ("sampling", "greeting", _GREETING),
+    ("roots", "client_roots", _CLIENT_ROOTS),
+)
+
+
+async def input_required_capabilities(ctx: Ctx) -> CallToolResult | InputRequiredResult:
+    """Asks only through the capabilities this request's client declared."""
+    _modern_only(ctx)
+    declared = ctx.client_capabilities or ClientCapabilities()
+    questions = {key: q for cap, key, q in _BY_CAPABILITY if getattr(declared, cap) is not None}
+    if not questions:
+        return _text("nothing to ask: the client declared none of elicitation, sampling, roots")
+    answers = _gather(ctx, questions)
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    return _text(f"answered: {', '.join(sorted(answers))}")
+
+
+async def missing_capability(ctx: Ctx) -> CallToolResult | InputRequiredResult:
+    """Needs the client's sampling capability: refused with -32021 when it is not declared."""
+    _modern_only(ctx)
+    answers = _gather(ctx, {"capital_question": _CAPITAL})
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    return _text(f"LLM response: {answers['capital_question']}")
+
+
+#: The capability each multi-round-trip tool relies on (checked by ``capabilities``, -32021).
+_NEEDS: dict[str, ClientCapabilities] = {
+    "test_input_required_result_elicitation": ClientCapabilities(
+        elicitation=ElicitationCapability()
+    ),
+    "test_input_required_result_sampling": ClientCapabilities(sampling=SamplingCapability()),
+    "test_input_required_result_list_roots": ClientCapabilities(roots=RootsCapability()),
+    "test_input_required_result_request_state": ClientCapabilities(
+        elicitation=ElicitationCapability()
+    ),
+    "test_input_required_result_multiple_inputs": ClientCapabilities(
+        elicitation=ElicitationCapability(),
+        sampling=SamplingCapability(),
+        roots=RootsCapability(),
+    ),
+    "test_input_required_result_multi_round": ClientCapabilities(
+        elicitation=ElicitationCapability()
+    ),
+    "test_input_required_result_tampered_state": ClientCapabilities(
+        elicitation=ElicitationCapability()
+    ),
+    "test_missing_capability": ClientCapabilities(sampling=SamplingCapability()),
+}
+
+
+async def input_required_prompt(ctx: Ctx) -> list[Message] | InputRequiredResult:
+    """A prompt that asks the client for context first (InputRequiredResult on prompts/get)."""
+    _modern_only(ctx)
+    answers = _gather(ctx, {"user_context": _PROMPT_CONTEXT})
+    if isinstance(answers, InputRequiredResult):
+        return answers
+    context = _said(answers["user_context"], "context")
+    return [UserMessage(f"Answer with this context in mind: {context}")]
+
+
+_TOOLS: dict[str, Callable[..., Awaitable[CallToolResult | InputRequiredResult]]] = {
     "test_simple_text": simple_text,
     "test_image_content": image_content,
     "test_audio_content": audio_content,
@@ -308,6 +577,15 @@ _TOOLS: dict[str, Callable[..., Awaitable[CallToolResult]]] = {
     "test_elicitation": elicitation,
     "test_elicitation_sep1034_defaults": elicitation_sep1034_defaults,
     "test_elicitation_sep1330_enums": elicitation_sep1330_enums,
+    "test_input_required_result_elicitation": input_required_elicitation,
+    "test_input_required_result_sampling": input_required_sampling,
+    "test_input_required_result_list_roots": input_required_list_roots,
+    "test_input_required_result_request_state": input_required_request_state,
+    "test_input_required_result_multiple_inputs": input_required_multiple_inputs,
+    "test_input_required_result_multi_round": input_required_multi_round,
+    "test_input_required_result_tampered_state": input_required_tampered_state,
+    "test_input_required_result_capabilities": input_required_capabilities,
+    "test_missing_capability": missing_capability,
 }
 #: Tool names, in the order the suite's scenarios use them.
 TOOLS = tuple(_TOOLS)
@@ -337,6 +615,8 @@ def add_conformance_fixtures(server: MCPServer) -> None:
     # test runner mistakes them for tests.
     for name, fn in _TOOLS.items():
         server.add_tool(fn, name=name)
+        if name in _NEEDS:
+            require_client_capabilities(server, name, _NEEDS[name])
 
     @server.resource(
         "test://static-text",
@@ -417,6 +697,12 @@ def add_conformance_fixtures(server: MCPServer) -> None:
     )
     async def with_image() -> list[Message]:
         return [UserMessage(_image()), UserMessage("Please analyze the image above.")]
+
+    server.prompt(
+        "test_input_required_result_prompt",
+        title="Prompt Asking For Input",
+        description="A prompt that asks the client for context first (2026-07-28)",
+    )(input_required_prompt)
 
     # No public MCPServer seam for these in 2.3.0; binding them here also advertises the
     # logging, resources.subscribe and completions capabilities the suite's client expects.
