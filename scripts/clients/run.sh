@@ -57,29 +57,7 @@ if ! version_at_least "$system_version" "$INSPECTOR_NODE_MIN"; then
 fi
 
 if ((${#missing[@]})); then
-  command -v npm >/dev/null || die "npm not found"
-  mkdir -p "$NODE_DIR"
-  if [[ ! -f $NODE_DIR/package.json && -f $modules/.package-lock.json ]]; then
-    # npm prunes whatever its package.json does not list: seed one with the packages already
-    # installed at the top (no other package depends on them), so nobody's install is removed.
-    "$system_node" -e '
-      const fs = require("fs"), lock = JSON.parse(fs.readFileSync(process.argv[1])).packages;
-      const used = new Set();
-      for (const p of Object.values(lock))
-        for (const k of ["dependencies", "optionalDependencies", "peerDependencies"])
-          Object.keys(p[k] ?? {}).forEach((n) => used.add(n));
-      const deps = {};
-      for (const [path, p] of Object.entries(lock)) {
-        const name = path.replace(/^node_modules\//, "");
-        if (name && !name.includes("node_modules/") && !used.has(name) && !p.extraneous) deps[name] = p.version;
-      }
-      fs.writeFileSync(process.argv[2], JSON.stringify({ dependencies: deps }, null, 2) + "\n");
-    ' "$modules/.package-lock.json" "$NODE_DIR/package.json" ||
-      die "could not list what $NODE_DIR already holds; not installing over it"
-  fi
-  say "installing ${missing[*]} into $NODE_DIR"
-  timeout "$INSTALL_TIMEOUT" npm install --prefix "$NODE_DIR" --save-exact --no-audit --no-fund \
-    --loglevel=error "${missing[@]}" >&2 || die "npm install failed (or took over ${INSTALL_TIMEOUT}s)"
+  npm_install "$system_node" "${missing[@]}"
 fi
 [[ -x $new_node ]] || die "no node >= $INSPECTOR_NODE_MIN for the Inspector (system: $system_version)"
 new_node=$(cd "$(dirname "$new_node")" && pwd)/$(basename "$new_node")
