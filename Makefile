@@ -141,11 +141,17 @@ conformance: $(STAMP)
 		REQUIREMENTS="$(CONFORMANCE_REQUIREMENTS)" NODE_BIN_VERSION=$(NODE_BIN_VERSION) \
 		bash scripts/conformance.sh
 
-# Clients we did not write against the demo server: the TypeScript SDK and the Inspector CLI
-# (both eras), pinned, from npm into $(NODE_DIR); not part of `make test`.
+# Clients we did not write against the demo server: the TypeScript SDK 1.x, the Inspector CLI
+# (both eras) and the TypeScript SDK 2.x client (both eras, two instances on one engine behind a
+# round robin, one restarted mid-session), pinned, from npm into $(NODE_DIR); not part of `make test`.
+TS_SDK_VERSION ?= 1.32.2
+INSPECTOR_VERSION ?= 2.12.0
+TS_CLIENT2_VERSION ?= 2.4.0
 .PHONY: clients
 clients: $(STAMP)
-	PY=$(PY) NODE_DIR=$(NODE_DIR) NODE_BIN_VERSION=$(NODE_BIN_VERSION) bash scripts/clients/run.sh
+	PY=$(PY) NODE_DIR=$(NODE_DIR) NODE_BIN_VERSION=$(NODE_BIN_VERSION) SDK_VERSION=$(TS_SDK_VERSION) \
+		INSPECTOR_VERSION=$(INSPECTOR_VERSION) TS_CLIENT2_VERSION=$(TS_CLIENT2_VERSION) \
+		bash scripts/clients/run.sh
 
 lint: $(STAMP)
 	$(PY) -m ruff check sessionstore tests benchmarks

@@ -1,8 +1,9 @@
-"""Assertions on what run.sh captured from clients we did not write (TS SDK, Inspector CLI).
+"""Assertions on what run.sh captured from clients we did not write (TS SDKs, Inspector CLI).
 
 ``python scripts/clients/check.py WORKDIR``: reads ``ts.out`` (one JSON object per line from
-ts_client.mjs) and ``inspector.<step>.{out,err,rc}``, prints one line per check (the observed
-value, trimmed) and exits 1 if any check failed. Standard library only.
+ts_client.mjs), ``ts2.<era>.{out,rc,restart}`` (ts_client2.mjs, and the pids of the instance
+restarted mid-session) and ``inspector.<step>.{out,err,rc}``, prints one line per check (the
+observed value, trimmed) and exits 1 if any check failed. Standard library only.
 """
 
 from __future__ import annotations
@@ -40,9 +41,9 @@ def read(work: Path, name: str) -> str:
     return path.read_text(errors="replace") if path.exists() else ""
 
 
-def ts_steps(work: Path) -> dict[str, list[dict[str, Any]]]:
+def ts_steps(work: Path, name: str = "ts.out") -> dict[str, list[dict[str, Any]]]:
     steps: dict[str, list[dict[str, Any]]] = {}
-    for line in read(work, "ts.out").splitlines():
+    for line in read(work, name).splitlines():
         try:
             item = json.loads(line)
         except ValueError:
@@ -104,6 +105,96 @@ def check_ts(work: Path, c: Checks) -> None:
         stale.get("failed") is True and error.get("code") == 404,
         error,
     )
+
+
+NOTES = ["before restart 1", "before restart 2", "after restart 1", "after restart 2"]
+
+
+def check_ts2(work: Path, c: Checks) -> None:
+    print("TypeScript SDK 2.x (ts_client2.mjs; 2 instances, 1 engine, round robin, b restarted):")
+    for era, version in (("legacy", "2025-11-25"), ("modern", "2026-07-28")):
+        rc = read(work, f"ts2.{era}.rc").strip()
+        steps = ts_steps(work, f"ts2.{era}.out")
+        one = {k: v[0] for k, v in steps.items()}
+        c.check(
+            f"[{era}] ts_client2.mjs exit status",
+            rc == "0",
+            rc if rc == "0" else one.get("unexpected-error", rc or "none"),
+        )
+        connect = one.get("connect", {})
+        session_id = connect.get("sessionId")
+        c.check(
+            f"[{era}] connect: era {era}, protocol {version}"
+            + (", Mcp-Session-Id 32 hex" if era == "legacy" else ", no Mcp-Session-Id"),
+            connect.get("era") == era
+            and connect.get("protocolVersion") == version
+            and (bool(HEX32.match(session_id or "")) if era == "legacy" else session_id is None),
+            {k: connect.get(k) for k in ("sdk", "era", "protocolVersion", "sessionId")},
+        )
+        tools = one.get("tools/list", {}).get("tools", [])
+        c.check(
+            f"[{era}] tools/list",
+            {"open_session", "calculate", "note", "notes"} <= set(tools),
+            tools,
+        )
+        if era == "modern":
+            opened = one.get("open_session", {}).get("structuredContent") or {}
+            active = opened.get("status") == "active"
+            c.check(
+                "[modern] open_session: a 32-hex handle, active",
+                bool(HEX32.match(opened.get("session_id", ""))) and active,
+                opened,
+            )
+            kept = opened.get("session_id")
+        else:
+            kept = session_id
+        key = "handle" if era == "modern" else "sessionId"
+        before = one.get("before-restart", {}).get(key)
+        after = one.get("after-restart", {}).get(key)
+        restart = read(work, f"ts2.{era}.restart").split()
+        c.check(
+            f"[{era}] instance b restarted mid-session (a new process), the same {key} kept",
+            len(restart) == 2
+            and restart[0] != restart[1]
+            and kept is not None
+            and before == after == kept,
+            {"b pids": restart, key: [before, after]},
+        )
+        notes = steps.get("note", [])
+        positions = [(n.get("structuredContent") or {}).get("position") for n in notes]
+        c.check(
+            f"[{era}] note x4 (2 before, 2 after the restart): positions 1-4",
+            positions == [1, 2, 3, 4] and not any(n.get("isError") for n in notes),
+            positions,
+        )
+        calls = one.get("instances", {}).get("calls", [])
+        notes_at = [x for x in calls if x["what"] == "tools/call note"]
+        landed = {
+            phase: sorted({x["instance"] for x in notes_at if x["phase"] == phase})
+            for phase in ("before", "after")
+        }
+        c.check(
+            f"[{era}] the notes landed on both instances before the restart and after it",
+            landed == {"before": ["a", "b"], "after": ["a", "b"]}
+            and all(x["status"] == 200 for x in calls),
+            landed,
+        )
+        result = (one.get("notes", {}).get("structuredContent") or {}).get("result")
+        c.check(f"[{era}] notes: all four, each once, in order", result == NOTES, result)
+        if era == "legacy":
+            term = one.get("terminate", {})
+            c.check(
+                "[legacy] terminateSession (DELETE) clears the id",
+                "sessionIdAfter" in term and term["sessionIdAfter"] is None,
+                term,
+            )
+        else:
+            closed = one.get("close_session", {}).get("structuredContent") or {}
+            c.check(
+                "[modern] close_session: closed",
+                closed.get("session_id") == kept and closed.get("status") == "closed",
+                closed,
+            )
 
 
 def inspector(work: Path, step: str) -> tuple[str, Any, str]:
@@ -190,7 +281,9 @@ def main(argv: list[str]) -> int:
     c = Checks()
     check_ts(work, c)
     check_inspector(work, c)
-    print(f"{c.count - len(c.failed)} passed, {len(c.failed)} failed")
+    check_ts2(work, c)
+    line = f"clients: {c.count - len(c.failed)} of {c.count} checks passed"
+    print(line + (f"; failed: {', '.join(c.failed)}" if c.failed else ""))
     return 1 if c.failed else 0
 
 
