@@ -288,6 +288,15 @@ class PutRecord:
         return gave_up(f"tool record {self.item['toolCallId']!r}", attempts)
 
 
+def _call_key(session_id: str, tool_call_id: str) -> dict[str, Any]:
+    return {"pk": {"S": schema.pk(session_id)}, "sk": {"S": schema.tool_sk(tool_call_id)}}
+
+
+def _still_claimed(e: Expr, token: str) -> str:
+    """The call is claimed, by the claim named ``token``, and not completed yet."""
+    return f"{e.n('claimToken')} = {e.v(token)} AND {e.n('state')} = {e.v(CallState.CLAIMED.value)}"
+
+
 @dataclass(slots=True)
 class CompleteToolCall:
     """Write the result into a claimed call: one UpdateItem, on the claim still being ours.
@@ -309,16 +318,10 @@ class CompleteToolCall:
         sets = ", ".join(f"{e.n(name)} = {e.v(value)}" for name, value in self.fields.items())
         return {
             "TableName": self.table,
-            "Key": {
-                "pk": {"S": schema.pk(self.session_id)},
-                "sk": {"S": schema.tool_sk(self.tool_call_id)},
-            },
+            "Key": _call_key(self.session_id, self.tool_call_id),
             "UpdateExpression": f"SET {sets} REMOVE {e.n('leaseUntil')}",
             # Still our claim, and not completed yet.
-            "ConditionExpression": (
-                f"{e.n('claimToken')} = {e.v(self.token)} AND "
-                f"{e.n('state')} = {e.v(CallState.CLAIMED.value)}"
-            ),
+            "ConditionExpression": _still_claimed(e, self.token),
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             **e.params(),
         }
@@ -375,10 +378,7 @@ class StartRound:
         )
         return {
             "TableName": self.table,
-            "Key": {
-                "pk": {"S": schema.pk(self.session_id)},
-                "sk": {"S": schema.tool_sk(self.tool_call_id)},
-            },
+            "Key": _call_key(self.session_id, self.tool_call_id),
             # The previous round's suspension is no longer an answer: the client has moved on.
             "UpdateExpression": (
                 f"SET {e.n('round')} = {e.v(self.round)}, {e.n('roundToken')} = "
@@ -386,8 +386,7 @@ class StartRound:
                 f"REMOVE {e.n(SUSPENDED)}, {e.n(SUSPENDED_ROUND)}"
             ),
             "ConditionExpression": all_of(
-                f"{e.n('claimToken')} = {e.v(self.token)}",
-                f"{e.n('state')} = {e.v(CallState.CLAIMED.value)}",
+                _still_claimed(e, self.token),
                 f"{e.n('ttl')} > {e.v(now_ms // 1000)}",  # TTL deletes late
                 previous,
             ),
@@ -445,17 +444,13 @@ class SuspendRound:
         )
         return {
             "TableName": self.table,
-            "Key": {
-                "pk": {"S": schema.pk(self.session_id)},
-                "sk": {"S": schema.tool_sk(self.tool_call_id)},
-            },
+            "Key": _call_key(self.session_id, self.tool_call_id),
             "UpdateExpression": (
                 f"SET {e.n(SUSPENDED)} = {e.v(self.answer)}, "
                 f"{e.n(SUSPENDED_ROUND)} = {e.v(self.round)}"
             ),
             "ConditionExpression": all_of(
-                f"{e.n('claimToken')} = {e.v(self.token)}",
-                f"{e.n('state')} = {e.v(CallState.CLAIMED.value)}",
+                _still_claimed(e, self.token),
                 this_round,
             ),
             **e.params(),
