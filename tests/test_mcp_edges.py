@@ -17,13 +17,12 @@ import sessionstore as ss
 from sessionstore import codec, schema, sizing
 from sessionstore.clock import format_timestamp
 from sessionstore.local import LocalDynamoDB
-from sessionstore.mcp import RunningServer, claims, protocol
+from sessionstore.mcp import claims, protocol
 from sessionstore.mcp.mcp_errors import to_mcp_error
 from sessionstore.mcp.protocol import IdempotencyKey, SessionHandle
-from sessionstore.testing.proxy import RoundRobinProxy
 from sessionstore.tool_calls import call_item, recorded_fields
 from sessionstore.wire import item_to_wire
-from tests.test_mcp_unmodified_clients import Instances, _base, _run
+from tests.test_mcp_unmodified_clients import Instances, _run
 
 
 def _replayed(result: Any) -> bool:
@@ -69,19 +68,16 @@ def test_a_re_sent_last_round_is_answered_from_the_record(
     instances = Instances(engine, table, tools=charges.tools)
 
     async def main() -> None:
-        async with instances.running() as a, instances.running() as b:
-            proxy = RoundRobinProxy([_base(a.url), _base(b.url)])
-            async with RunningServer(proxy) as lb, Client(lb.url) as client:
-                call, state = await _first_round(client, "order-7")
-                done = await client.session.call_tool(
-                    "checkout", call, request_state=state, allow_input_required=True
-                )
-                again = await client.session.call_tool(
-                    "checkout", call, request_state=state, allow_input_required=True
-                )
-                assert done.content[0].text == again.content[0].text == "charged order-7"
-                assert not _replayed(done) and _replayed(again)
-            await proxy.aclose()
+        async with instances.behind_round_robin() as (_proxy, client):
+            call, state = await _first_round(client, "order-7")
+            done = await client.session.call_tool(
+                "checkout", call, request_state=state, allow_input_required=True
+            )
+            again = await client.session.call_tool(
+                "checkout", call, request_state=state, allow_input_required=True
+            )
+            assert done.content[0].text == again.content[0].text == "charged order-7"
+            assert not _replayed(done) and _replayed(again)
         history = instances.stores[0].load(call["session_id"]).tool_calls
         assert [r.tool_call_id for r in history] == ["order-7"]
 
@@ -151,33 +147,30 @@ def test_a_re_sent_round_that_asked_for_input_gets_the_same_question_again(
     instances = Instances(engine, table, tools=booking.tools)
 
     async def main() -> None:
-        async with instances.running() as a, instances.running() as b:
-            proxy = RoundRobinProxy([_base(a.url), _base(b.url)])
-            async with RunningServer(proxy) as lb, Client(lb.url) as client:
-                opened = await client.call_tool("open_session", {})
-                sid = opened.structured_content["session_id"]
-                call = {"session_id": sid, "idempotency_key": "trip-1"}
-                ask = client.session.call_tool
-                first = await ask("booking", call, allow_input_required=True)
-                again = await ask("booking", call, allow_input_required=True)  # round 1 re-sent
-                assert isinstance(first, InputRequiredResult)
-                assert isinstance(again, InputRequiredResult) and _replayed(again)
-                second = await ask(
-                    "booking", call, request_state=again.request_state, allow_input_required=True
-                )
-                lost = await ask(  # round 2 re-sent: its answer was lost on the way
-                    "booking", call, request_state=again.request_state, allow_input_required=True
-                )
-                assert isinstance(second, InputRequiredResult)
-                assert isinstance(lost, InputRequiredResult) and _replayed(lost)
-                done = await ask("booking", call, request_state=lost.request_state)
-                assert done.content[0].text == "booked after seats"
-                for state in (first.request_state, second.request_state):  # stale, re-sent
-                    late = await ask("booking", call, request_state=state)
-                    assert _replayed(late) and late.content[0].text == "booked after seats"
-                repeat = await ask("booking", call)
-                assert _replayed(repeat) and repeat.content[0].text == "booked after seats"
-            await proxy.aclose()
+        async with instances.behind_round_robin() as (_proxy, client):
+            opened = await client.call_tool("open_session", {})
+            sid = opened.structured_content["session_id"]
+            call = {"session_id": sid, "idempotency_key": "trip-1"}
+            ask = client.session.call_tool
+            first = await ask("booking", call, allow_input_required=True)
+            again = await ask("booking", call, allow_input_required=True)  # round 1 re-sent
+            assert isinstance(first, InputRequiredResult)
+            assert isinstance(again, InputRequiredResult) and _replayed(again)
+            second = await ask(
+                "booking", call, request_state=again.request_state, allow_input_required=True
+            )
+            lost = await ask(  # round 2 re-sent: its answer was lost on the way
+                "booking", call, request_state=again.request_state, allow_input_required=True
+            )
+            assert isinstance(second, InputRequiredResult)
+            assert isinstance(lost, InputRequiredResult) and _replayed(lost)
+            done = await ask("booking", call, request_state=lost.request_state)
+            assert done.content[0].text == "booked after seats"
+            for state in (first.request_state, second.request_state):  # stale, re-sent
+                late = await ask("booking", call, request_state=state)
+                assert _replayed(late) and late.content[0].text == "booked after seats"
+            repeat = await ask("booking", call)
+            assert _replayed(repeat) and repeat.content[0].text == "booked after seats"
         history = instances.stores[0].load(sid).tool_calls
         assert [r.tool_call_id for r in history] == ["trip-1"]
 

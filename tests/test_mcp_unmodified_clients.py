@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,17 @@ class Instances:
 
     def running(self) -> RunningServer:
         return RunningServer(self.app())
+
+    @asynccontextmanager
+    async def behind_round_robin(self) -> AsyncIterator[tuple[RoundRobinProxy, Client]]:
+        """Two instances behind the round robin, and the SDK's ``Client`` on it."""
+        async with self.running() as a, self.running() as b:
+            proxy = RoundRobinProxy([_base(a.url), _base(b.url)])
+            try:
+                async with RunningServer(proxy) as lb, Client(lb.url) as client:
+                    yield proxy, client
+            finally:
+                await proxy.aclose()
 
 
 def _base(url: str) -> str:
@@ -381,18 +393,15 @@ def test_a_multi_round_trip_tool_runs_each_round_once_behind_its_claim(
     instances = Instances(engine, table, tools=tools)
 
     async def main() -> None:
-        async with instances.running() as a, instances.running() as b:
-            proxy = RoundRobinProxy([_base(a.url), _base(b.url)])
-            async with RunningServer(proxy) as lb, Client(lb.url) as client:
-                opened = await client.call_tool("open_session", {})
-                sid = opened.structured_content["session_id"]
-                call = {"session_id": sid, "idempotency_key": "mrtr-1"}
-                done = await client.call_tool("two_rounds", call)
-                assert done.content[0].text == "finished after round-1"
-                again = await client.call_tool("two_rounds", call)
-                assert again.content[0].text == "finished after round-1"
-                assert (again.meta or {}).get(protocol.REPLAYED_KEY) is True
-            await proxy.aclose()
+        async with instances.behind_round_robin() as (proxy, client):
+            opened = await client.call_tool("open_session", {})
+            sid = opened.structured_content["session_id"]
+            call = {"session_id": sid, "idempotency_key": "mrtr-1"}
+            done = await client.call_tool("two_rounds", call)
+            assert done.content[0].text == "finished after round-1"
+            again = await client.call_tool("two_rounds", call)
+            assert again.content[0].text == "finished after round-1"
+            assert (again.meta or {}).get(protocol.REPLAYED_KEY) is True
             assert len(set(proxy.counts)) == 2  # the rounds went to both instances
         history = instances.stores[0].load(sid).tool_calls
         assert [r.tool_call_id for r in history] == ["mrtr-1"]
