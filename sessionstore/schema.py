@@ -28,7 +28,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from .errors import DynamoDBError
+from .wire import engine_lacks
 
 META_SK = "metadata"
 #: Beside the metadata item, not in it: every tool call and append writes the metadata item and
@@ -71,6 +71,20 @@ _POLL_S = 0.5
 _TTL_RACE = re.compile(r"already enabled|modified|in progress", re.IGNORECASE)
 
 
+#: The table's keys and billing: what ``CreateTable`` is sent besides the name.
+TABLE_DEFINITION: dict[str, Any] = {
+    "AttributeDefinitions": [
+        {"AttributeName": "pk", "AttributeType": "S"},
+        {"AttributeName": "sk", "AttributeType": "S"},
+    ],
+    "KeySchema": [
+        {"AttributeName": "pk", "KeyType": "HASH"},
+        {"AttributeName": "sk", "KeyType": "RANGE"},
+    ],
+    "BillingMode": "PAY_PER_REQUEST",
+}
+
+
 def create_table(client: Any, table_name: str, *, wait: bool = True, timeout_s: float = 60) -> bool:
     """Create the table if it is missing (PAY_PER_REQUEST, TTL on ``ttl``). Returns True if it
     created it. Idempotent: an existing table, or one with TTL already on, is left as it is.
@@ -85,18 +99,7 @@ def create_table(client: Any, table_name: str, *, wait: bool = True, timeout_s: 
     deadline = time.monotonic() + timeout_s
     try:
         try:
-            client.create_table(
-                TableName=table_name,
-                AttributeDefinitions=[
-                    {"AttributeName": "pk", "AttributeType": "S"},
-                    {"AttributeName": "sk", "AttributeType": "S"},
-                ],
-                KeySchema=[
-                    {"AttributeName": "pk", "KeyType": "HASH"},
-                    {"AttributeName": "sk", "KeyType": "RANGE"},
-                ],
-                BillingMode="PAY_PER_REQUEST",
-            )
+            client.create_table(TableName=table_name, **TABLE_DEFINITION)
             created = True
         except client.exceptions.ResourceInUseException:
             created = False  # another caller's, possibly still CREATING
@@ -119,16 +122,9 @@ def create_table(client: Any, table_name: str, *, wait: bool = True, timeout_s: 
                 _confirm_ttl_enabled(client, table_name, deadline, exc)
         return created
     except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code")
-        if code != "UnknownOperationException":
+        if exc.response.get("Error", {}).get("Code") != "UnknownOperationException":
             raise
-        # An engine that implements part of the API (dynalite has no UpdateTimeToLive): said
-        # as such, not as a refusal of the request.
-        raise DynamoDBError(
-            code,
-            f"the engine at {client.meta.endpoint_url} lacks the {exc.operation_name} "
-            f"operation, which create_table needs (table {table_name!r})",
-        ) from exc
+        raise engine_lacks(client, exc, f"create_table needs (table {table_name!r})") from exc
 
 
 def _table_status(client: Any, table_name: str) -> str | None:

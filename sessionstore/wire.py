@@ -139,6 +139,16 @@ def install_hooks(client: Any) -> None:
     events.register("before-send.dynamodb", check_send_by, unique_id="sessionstore.send-by")
 
 
+def engine_lacks(client: Any, exc: ClientError, needed_by: str) -> DynamoDBError:
+    """An ``UnknownOperationException`` said as what it is -- an engine implementing part of the
+    API (dynalite: no UpdateTimeToLive, no TransactWriteItems) -- not as a refusal."""
+    return DynamoDBError(
+        "UnknownOperationException",
+        f"the engine at {client.meta.endpoint_url} lacks the {exc.operation_name} operation, "
+        f"which {needed_by}",
+    )
+
+
 def to_python(item: dict[str, Any] | None) -> dict[str, Any] | None:
     """A low-level item as Python values (numbers as ``Decimal``); None for no item."""
     if not item:
@@ -238,13 +248,7 @@ def send(
         if code == "ResourceNotFoundException":
             raise TableNotFound(f"table {table_name!r} not found: {message}") from exc
         if code == "UnknownOperationException":
-            # An engine implementing part of the API (dynalite: no TransactWriteItems): said
-            # as such, not as a refusal of the request.
-            raise DynamoDBError(
-                code,
-                f"the engine at {client.meta.endpoint_url} lacks the {exc.operation_name} "
-                "operation, which this store needs",
-            ) from exc
+            raise engine_lacks(client, exc, "this store needs") from exc
         if code == "ValidationException" and is_item_size_message(message):
             raise ItemTooLarge(0, 0, item_size_limit, by_engine=True) from exc
         # Any other refusal -- a ValidationException about an expression, say, that slipped past

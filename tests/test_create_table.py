@@ -20,7 +20,7 @@ from botocore.exceptions import ClientError
 import sessionstore as ss
 from sessionstore import schema
 from sessionstore.local import LocalDynamoDB
-from sessionstore.schema import create_table
+from sessionstore.schema import TABLE_DEFINITION, create_table
 from sessionstore.testing import RequestLog
 
 ALREADY_ENABLED = "TimeToLive is already enabled"
@@ -144,18 +144,7 @@ def test_a_refusal_while_ttl_stays_off_is_raised(client: Any) -> None:
     The table is made ACTIVE first, without TTL: CreateTable is asynchronous on other engines,
     and the short deadline is for re-reading TTL, not for waiting out CREATING."""
     table = "create-stays-off"
-    client.create_table(
-        TableName=table,
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        KeySchema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    client.create_table(TableName=table, **TABLE_DEFINITION)  # without TTL
     client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 1})
 
     def refused(request: Any, **_kwargs: Any) -> AWSResponse:
