@@ -114,6 +114,15 @@ def history(items: Iterable[Mapping[str, Any]], now_s: int) -> list[ToolCallReco
 
 #: The most bytes a recorded item holds besides its tool name, input and output texts (a claim
 #: token and lease, kept by a completed claim, included).
+#: What a claimed call's item may hold besides the record when its result is written, at their
+#: widest: the claim's token and lease (an engine may size the item before the lease is removed)
+#: and a multi-round-trip call's round (``StartRound``).
+CLAIM_FIELDS: dict[str, Any] = {
+    "claimToken": "x" * MAX_ID_LENGTH,
+    "leaseUntil": int("9" * 38),
+    "round": int("9" * 38),
+    "roundToken": "x" * MAX_ID_LENGTH,
+}
 _RECORD_OVERHEAD = sizing.item_size(
     item_to_wire(
         {
@@ -126,10 +135,7 @@ _RECORD_OVERHEAD = sizing.item_size(
                 WIDEST_TTL,
             ),
             **recorded_fields("", "", int("9" * 38), format_timestamp(0)),
-            "claimToken": "x" * MAX_ID_LENGTH,
-            "leaseUntil": int("9" * 38),
-            "round": int("9" * 38),  # a multi-round-trip call's (``StartRound``)
-            "roundToken": "x" * MAX_ID_LENGTH,
+            **CLAIM_FIELDS,
         }
     )
 )

@@ -256,7 +256,7 @@ def send(
         raise DynamoDBError(code, message) from exc
     except NotSent as exc:
         raise Unavailable(
-            "not sent: its send-by time passed while botocore was retrying it",
+            "not sent: its send-by time had passed (a retry of botocore's, or a late attempt)",
             maybe_applied=attempt.ambiguous,
         ) from exc
     except (BotoConnectionError, HTTPClientError) as exc:

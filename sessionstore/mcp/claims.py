@@ -44,10 +44,11 @@ from .. import codec, sizing, telemetry
 from ..clock import format_timestamp
 from ..codec import JSON
 from ..errors import ItemTooLarge, SessionExpired
-from ..ids import MAX_ID_LENGTH, validate_id, validate_token
+from ..ids import validate_id, validate_token
 from ..models import ToolCallRecord
 from ..store import SessionStore
 from ..tool_calls import (
+    CLAIM_FIELDS,
     MAX_SUSPENDED_BYTES,
     CallState,
     CompleteToolCall,
@@ -154,17 +155,6 @@ def _standing(existing: Mapping[str, Any], held: Claim, round_number: int, now_m
     if held.lease_until_ms is not None and now_ms < held.lease_until_ms:
         return Outcome(State.IN_PROGRESS, held)
     return Outcome(State.UNKNOWN, held)
-
-
-#: What a claimed call's item may hold besides the record when its result is written: the
-#: claim's token and lease (an engine may size the item before the lease is removed) and a
-#: multi-round-trip call's round, at their widest.
-_CLAIM_FIELDS: dict[str, Any] = {
-    "claimToken": "x" * MAX_ID_LENGTH,
-    "leaseUntil": int("9" * 38),
-    "round": int("9" * 38),
-    "roundToken": "x" * MAX_ID_LENGTH,
-}
 
 
 def _fitted_forms(
@@ -330,7 +320,7 @@ def complete(
         session_id, tool_call_id, claimed.tool_name, claimed.fingerprint, at, claimed.ttl
     )
     forms = _fitted_forms(
-        {**held, **_CLAIM_FIELDS}, arguments, output, duration_ms, at, store.item_size_limit
+        {**held, **CLAIM_FIELDS}, arguments, output, duration_ms, at, store.item_size_limit
     )
     token = claimed.token
 
