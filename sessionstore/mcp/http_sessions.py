@@ -28,10 +28,11 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import codec
-from ..attributes import ATTRIBUTES_MAX_BYTES, attributes_size
+from ..attributes import ATTRIBUTES_MAX_BYTES, attribute_texts
 from ..codec import JSON
 from ..errors import (
     InvalidInput,
+    ItemTooLarge,
     SessionAlreadyExists,
     SessionNotActive,
     SessionNotFound,
@@ -289,8 +290,12 @@ def _writable_part(value: object, name: str, left_out: list[str]) -> JSON:
 
 
 def _fits(attributes: dict[str, JSON]) -> bool:
-    texts = {name: codec.encode(value) for name, value in attributes.items()}
-    return attributes_size(texts) <= ATTRIBUTES_MAX_BYTES
+    """The store's own check of a session's first attributes (``create_session`` runs it)."""
+    try:
+        attribute_texts(attributes, "attributes")
+    except ItemTooLarge:
+        return False
+    return True
 
 
 def _reductions(attributes: dict[str, JSON]) -> Iterator[tuple[str, dict[str, JSON]]]:
