@@ -29,8 +29,8 @@ from mcp_types import (
 import sessionstore as ss
 from sessionstore.local import LocalDynamoDB
 from sessionstore.mcp import RunningServer, create_app, create_server, open_session
-from sessionstore.mcp import conformance as fx
 from sessionstore.mcp.protocol import SESSION_ID_KEY
+from sessionstore.testing import conformance as fx
 from sessionstore.testing.soak import scan_table
 from tests.test_mcp_conformance_fixtures import KEYS, _run, _text
 

@@ -26,9 +26,9 @@ import sessionstore as ss
 from sessionstore.aio import AsyncSessionStore
 from sessionstore.fastmcp import StoreSessionState, attribute_name
 from sessionstore.fastmcp.demo import create_server
-from sessionstore.fastmcp.race import end_race, server_processes, set_race
 from sessionstore.mcp import RunningServer
 from sessionstore.testing import RequestLog
+from sessionstore.testing.fastmcp_race import end_race, server_processes, set_race
 
 INVALID = "Invalid or unknown session."
 TOKENS = {

@@ -32,7 +32,7 @@ from mcp_types import (
 import sessionstore as ss
 from sessionstore.local import LocalDynamoDB
 from sessionstore.mcp import RunningServer, create_app, create_server
-from sessionstore.mcp import conformance as fx
+from sessionstore.testing import conformance as fx
 from sessionstore.testing.soak import scan_table
 
 KEYS = ["test-request-state-key-0123456789abcdef"]

@@ -4,7 +4,8 @@ Layer: a runner for ``sessionstore.fastmcp.demo``. Why: "many instances" has to 
 too (the tests' two-process race, ``benchmarks.fastmcp``). It binds 127.0.0.1 only, port 0 picks
 a free port, and the first line it prints is ``listening <url>``; SIGTERM or SIGINT stops it.
 ``--state store`` keeps the sessions in the table (``StoreSessionState``); ``--state
-unconditional`` is the wrong way on purpose (``unconditional.py``), for comparison.
+unconditional`` is the wrong way on purpose (``sessionstore.testing.fastmcp_unconditional``),
+for comparison.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import sessionstore as ss
 
 from ..aio import AsyncSessionStore
 from ..mcp import RunningServer
+from ..testing.fastmcp_unconditional import UnconditionalPutStore
 from . import StoreSessionState
 from .demo import create_server
-from .unconditional import UnconditionalPutStore
 
 
 async def serve(args: argparse.Namespace) -> None:

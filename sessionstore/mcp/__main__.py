@@ -19,7 +19,7 @@ from mcp.server.mcpserver import MCPServer
 from ..client import connect
 from ..errors import SessionStoreError
 from ..store import SessionStore
-from .conformance import add_conformance_fixtures
+from ..testing.conformance import add_conformance_fixtures
 from .server import _LOOPBACK, create_app, create_server
 from .sessions import DEFAULT_IDLE_SECONDS
 

@@ -79,7 +79,7 @@ from mcp_types import (
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import Field
 
-from .capabilities import require_client_capabilities
+from ..mcp.capabilities import require_client_capabilities
 
 #: A 1x1 PNG and a one-sample WAV (the reference server's): the suite checks type and mime type.
 PNG_BASE64 = (
