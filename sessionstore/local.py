@@ -268,20 +268,3 @@ class LocalDynamoDB:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Deprecated: ``python -m sessionstore engine`` (``sessionstore.cli``), which this runs."""
-    from .cli import main as cli_main
-
-    print(
-        "sessionstore: note: `python -m sessionstore.local` is deprecated; "
-        "use `python -m sessionstore engine`",
-        file=sys.stderr,
-        flush=True,
-    )
-    return cli_main(["engine", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 """One-line set-up for the notebooks: a fresh table, a fixed clock, counter ids.
 
 Every notebook owns one table and recreates it on start, so it runs the same on the embedded
-engine, on a shared ``python -m sessionstore.local`` and on DynamoDB Local. Outputs are
+engine, on a shared ``python -m sessionstore engine`` and on DynamoDB Local. Outputs are
 deterministic because time and ids are injected, never because outputs are ignored.
 """
 

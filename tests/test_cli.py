@@ -375,16 +375,13 @@ def spawn() -> Iterator[list[subprocess.Popen[str]]]:
 
 
 @pytest.mark.embedded_only("starts an embedded engine of its own")
-@pytest.mark.parametrize(
-    "module", [("sessionstore", "engine", "--port", "0"), ("sessionstore.local",)]
-)
 def test_engine_serves_other_processes_until_terminated(
-    module: tuple[str, ...], spawn: list[subprocess.Popen[str]]
+    spawn: list[subprocess.Popen[str]],
 ) -> None:
     environ = {k: v for k, v in os.environ.items() if not k.endswith("ENDPOINT_URL_DYNAMODB")}
     environ.pop("SESSIONSTORE_ENDPOINT_URL", None)
     process = subprocess.Popen(
-        [sys.executable, "-m", *module],
+        [sys.executable, "-m", "sessionstore", "engine", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -405,8 +402,6 @@ def test_engine_serves_other_processes_until_terminated(
     assert process.stderr is not None
     stderr = process.stderr.read()
     assert f"export SESSIONSTORE_ENDPOINT_URL={url}\n" in stderr
-    deprecated = "`python -m sessionstore.local` is deprecated; use `python -m sessionstore engine`"
-    assert (deprecated in stderr) == (module[0] == "sessionstore.local")
     assert "Traceback" not in stderr
 
 

@@ -49,7 +49,7 @@ SUBSET = [
 def other_engine() -> Iterator[str]:
     with tempfile.TemporaryFile("w+") as stderr:
         server = subprocess.Popen(
-            [sys.executable, "-m", "sessionstore.local"],
+            [sys.executable, "-m", "sessionstore", "engine"],
             stdout=subprocess.PIPE,
             stderr=stderr,
             text=True,
@@ -67,7 +67,7 @@ def other_engine() -> Iterator[str]:
             server.wait(timeout=20)
 
 
-@pytest.mark.embedded_only("starts a second embedded engine with python -m sessionstore.local")
+@pytest.mark.embedded_only("starts a second embedded engine with python -m sessionstore engine")
 def test_the_suite_runs_against_another_engine_and_cleans_up(other_engine: str) -> None:
     env = {**os.environ, "SESSIONSTORE_TEST_ENDPOINT_URL": other_engine}
     env.pop("PYTEST_ADDOPTS", None)

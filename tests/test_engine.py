@@ -85,10 +85,10 @@ def test_engine_is_quiet_and_stops_cleanly() -> None:
     assert done.stderr == ""
 
 
-@pytest.mark.embedded_only("starts python -m sessionstore.local")
+@pytest.mark.embedded_only("starts python -m sessionstore engine")
 def test_standalone_engine_serves_another_process() -> None:
     server = subprocess.Popen(
-        [sys.executable, "-m", "sessionstore.local"], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "sessionstore", "engine"], stdout=subprocess.PIPE, text=True
     )
     try:
         assert server.stdout is not None
