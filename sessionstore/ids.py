@@ -11,8 +11,8 @@ from typing import Protocol
 from .errors import InvalidInput
 
 MAX_ID_LENGTH = 128
-#: Tokens name entries of the metadata item's ``tk`` map and are stored in page and call items,
-#: so their length is part of the item-size reserve and is checked, not assumed.
+#: A token names its write's entry in ``tk`` and is kept whole (a session's ``incarnation``, in
+#: page and call items), so its length is part of those items' size bounds: checked, not assumed.
 MAX_TOKEN_LENGTH = 64
 
 #: Bumped in every child process a fork makes: a ``RandomIds`` that sees another generation

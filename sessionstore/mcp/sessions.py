@@ -50,7 +50,7 @@ _TTL_CACHE_SIZE = 10_000
 #: (``mcp.server.streamable_http_manager.DEFAULT_SESSION_IDLE_TIMEOUT``, 30 minutes).
 DEFAULT_IDLE_SECONDS = 30 * 60
 
-# The name this warning has always been logged under, so logging set up for it still applies.
+# ``SessionLifecycle`` is part of ``SessionStoreExtension``: it logs under the extension's name.
 logger = logging.getLogger("sessionstore.mcp.middleware")
 
 
