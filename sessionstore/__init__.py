@@ -29,8 +29,8 @@ from .errors import (
 )
 from .ids import CounterIds, IdFactory, RandomIds
 from .item import METADATA_OVERHEAD
-from .lifecycle import TRANSITIONS, Status
-from .models import Context, Loaded, Session, ToolCallRecord
+from .lifecycle import TRANSITIONS
+from .models import Context, Loaded, Session, Status, ToolCallRecord
 from .retry import RetryPolicy
 from .store import SessionStore
 

@@ -26,8 +26,7 @@ from .clock import Clock
 from .codec import JSON
 from .errors import InvalidInput
 from .ids import IdFactory
-from .lifecycle import Status
-from .models import Loaded, Session, ToolCallRecord
+from .models import Loaded, Session, Status, ToolCallRecord
 from .store import SessionStore
 
 T = TypeVar("T")
@@ -138,8 +137,8 @@ class AsyncSessionStore:
         remove: Sequence[str] = (),
         expected_version: int | None = None,
         owner: str | None = None,
-    ) -> Session:
-        return await self.run(
+    ) -> None:
+        await self.run(
             self.store.update_attributes,
             session_id,
             changes,

@@ -28,29 +28,64 @@ grows by the size of what it writes (a bound: the values replaced are unknown) o
 that it stays under the limit. When that is refused (the bound is too pessimistic, or the item
 is an earlier session's), the next attempt puts the whole map computed from the item the refusal
 returned, with ``attrBytes`` exact, on the condition that the item is still that one (its
-``rev``): the bound only ever refuses what really does not fit. A transaction returns nothing:
-the store reads the session back (one Query of both items).
+``rev``): the bound only ever refuses what really does not fit. A transaction returns nothing,
+and ``update`` reads nothing back: one request per change. A caller who wants the session reads
+it (``attach`` serves the attributes from this instance's copy while it is current).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from enum import StrEnum
+from typing import Any, ClassVar
 
-from . import codec, schema
-from .attempts import RETRY, Retry, gave_up
-from .errors import DynamoDBError, InvalidInput, ItemTooLarge, SessionNotActive, SessionStoreError
-from .expressions import Expr
-from .item import owned
-from .lifecycle import Status
-from .models import Attributes
-from .wire import Cancelled, ConditionFailed, item_to_wire
+from . import codec, locking, schema, validate, write_tokens
+from .backend import Again, Backend, Plan
+from .conditions import (
+    Clause,
+    Condition,
+    Name,
+    Update,
+    Value,
+    absent,
+    clause,
+    equals,
+    item_to_wire,
+    put_item,
+    remove,
+    set_,
+    update_item,
+)
+from .errors import (
+    DynamoDBError,
+    InvalidInput,
+    ItemTooLarge,
+    SessionNotActive,
+    SessionStoreError,
+    Unavailable,
+    VersionConflict,
+)
+from .item import M, owned
+from .locking import MetadataWrite
+from .memory import Memory
+from .models import Attributes, Session, Status, StoredAttributes
+from .wire import Cancelled, ConditionFailed
 
-if TYPE_CHECKING:
-    from .locking import MetadataWrite
-    from .models import Session
+
+class A(StrEnum):
+    """The attributes item's own attributes (the table above); every other is a name."""
+
+    PK = "pk"
+    SK = "sk"
+    INCARNATION = "incarnation"
+    REV = "rev"
+    BYTES = "attrBytes"
+    TTL = "ttl"
+
 
 #: The most bytes a session's attributes may take, sized as a map by DynamoDB's rules (3 + per
 #: attribute its name, its JSON text and 1): a little more than they take in their item.
@@ -102,41 +137,28 @@ def attributes_item(
     """The attributes item holding exactly ``attrs`` (python-typed)."""
     return {
         **attrs,
-        "pk": schema.pk(session_id),
-        "sk": schema.ATTRS_SK,
-        "incarnation": incarnation,
-        "rev": rev,
-        "attrBytes": attributes_size(attrs),
-        "ttl": ttl,
+        A.PK: schema.pk(session_id),
+        A.SK: schema.ATTRS_SK,
+        A.INCARNATION: incarnation,
+        A.REV: rev,
+        A.BYTES: attributes_size(attrs),
+        A.TTL: ttl,
     }
 
 
-_ITEM_FIELDS = frozenset({"pk", "sk", "incarnation", "rev", "attrBytes", "ttl"})
-
-
-@dataclass(frozen=True, slots=True)
-class Stored:
-    """The attributes as an attributes item holds them."""
-
-    incarnation: str
-    rev: int
-    attributes: Attributes
-    bytes: int
-
-
-def stored(item: Mapping[str, Any] | None) -> Stored | None:
-    """The attributes item (python-typed) as ``Stored``; None for no item."""
+def stored(item: Mapping[str, Any] | None) -> StoredAttributes | None:
+    """The attributes item (python-typed) as ``StoredAttributes``; None for no item."""
     if item is None:
         return None
-    return Stored(
-        item["incarnation"],
-        int(item["rev"]),
-        Attributes({k: v for k, v in item.items() if k not in _ITEM_FIELDS}),
-        int(item["attrBytes"]),
+    return StoredAttributes(
+        item[A.INCARNATION],
+        int(item[A.REV]),
+        Attributes({k: v for k, v in item.items() if k not in frozenset(A)}),
+        int(item[A.BYTES]),
     )
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class AttributesEdit:
     """The metadata side of a change (an ``Edit`` for ``locking.MetadataWrite``): the session is
     not closed and is the incarnation the change was built for; ``attrsRev`` moves with the
@@ -148,16 +170,16 @@ class AttributesEdit:
     added: int
     incarnation: str
 
-    def clauses(self, e: Expr) -> tuple[str, str, str]:
-        rev = e.n("attrsRev")
-        condition = (
-            f"{e.n('status')} <> {e.v(Status.CLOSED.value)}"
-            f" AND {e.n('incarnation')} = {e.v(self.incarnation)}"
-        )
-        return f"{rev} = {rev} + {e.v(1)}", "", condition
+    def update(self) -> Update:
+        rev = Name(M.ATTRS_REV)
+        return set_("attrs_rev_up", "{} = {} + {}", rev, rev, Value(1))
 
-    def token_value(self, e: Expr, now_s: int) -> str:
-        return e.v(now_s)
+    def condition(self) -> Condition:
+        not_closed = clause("not_closed", "{} <> {}", Name(M.STATUS), Value(Status.CLOSED.value))
+        return not_closed & equals(M.INCARNATION, self.incarnation)
+
+    def token_value(self, now_s: int) -> Clause:
+        return write_tokens.stamp(now_s)
 
     def judge(self, current: Session) -> Session | None:
         if current.status is Status.CLOSED:
@@ -165,106 +187,206 @@ class AttributesEdit:
         return None
 
 
-@dataclass(slots=True)
-class AttributesWrite:
-    """``update_attributes``: the metadata write (``meta``, carrying an ``AttributesEdit``) and
-    the change to the attributes item, in one transaction (the module docstring). ``ttl``: the
-    session's, for an item put whole."""
+@dataclass(frozen=True, slots=True)
+class AttributesWrite(Plan[tuple[str, ...]]):
+    """The metadata write (``meta``, carrying an ``AttributesEdit``) and the change to the
+    attributes item, in one transaction (the module docstring). ``ttl``: the session's, for an
+    item put whole. Its result: the tokens the landed attempt removed."""
 
     meta: MetadataWrite
-    edit: AttributesEdit
     ttl: int
     whole: dict[str, Any] | None = None  # the item to put instead of the by-name update
     whole_rev: int | None = None  # the rev the item must still have (None: no item)
 
-    operation = "transact_write_items"
+    operation: ClassVar[str] = "transact_write_items"
 
-    def put_whole(self, current: Stored | None) -> None:
-        """Put the whole map the next time, computed from ``current`` (None: no item yet for
+    @property
+    def edit(self) -> AttributesEdit:
+        assert isinstance(self.meta.edit, AttributesEdit)
+        return self.meta.edit
+
+    def put_whole(self, current: StoredAttributes | None) -> AttributesWrite:
+        """This write, putting the whole map computed from ``current`` (None: no item yet for
         this session), on the condition that the item is still that one."""
-        if current is not None and current.incarnation != self.edit.incarnation:
+        edit = self.edit
+        if current is not None and current.incarnation != edit.incarnation:
             current = None  # an earlier session's: replaced whole
         raw = current.attributes.raw if current is not None else {}
-        after = {k: v for k, v in raw.items() if k not in self.edit.remove} | self.edit.changes
+        after = {k: v for k, v in raw.items() if k not in edit.remove} | edit.changes
         size = attributes_size(after)
         if size > ATTRIBUTES_MAX_BYTES:
             now = attributes_size(raw)
             raise ItemTooLarge(now, size - now, ATTRIBUTES_MAX_BYTES, what="attributes")
-        self.whole_rev = None if current is None else current.rev
         rev = 0 if current is None else current.rev
-        self.whole = attributes_item(
-            self.edit.session_id, self.edit.incarnation, rev + 1, after, self.ttl
+        whole = attributes_item(edit.session_id, edit.incarnation, rev + 1, after, self.ttl)
+        return dataclasses.replace(
+            self, whole=whole, whole_rev=None if current is None else current.rev
         )
 
     def request(self, now_ms: int) -> dict[str, Any]:
-        meta = self.meta.request(now_ms)
-        del meta["ReturnValues"]
+        update, condition = self.meta.parts(now_ms)
+        key = schema.meta_key(self.edit.session_id)
+        meta = update_item(self.meta.table, key, update, condition, returns=None)
         return {"TransactItems": [{"Update": meta}, self._attributes_action()]}
 
     def _attributes_action(self) -> dict[str, Any]:
-        e = Expr()
-        table, key = self.meta.table, schema.attrs_key(self.edit.session_id)
+        edit, table = self.edit, self.meta.table
+        ours = equals(A.INCARNATION, edit.incarnation)
         if self.whole is not None:
-            # Still the item the whole map was computed from (every placeholder sent is used:
-            # DynamoDB refuses an unused one).
+            # Still the item the whole map was computed from.
             if self.whole_rev is None:
-                ours = e.v(self.edit.incarnation)
-                unchanged = f"attribute_not_exists({e.n('pk')}) OR {e.n('incarnation')} <> {ours}"
+                unchanged = absent(A.PK) | ~ours
             else:
-                unchanged = f"{e.n('rev')} = {e.v(self.whole_rev)}"
-            put = {"TableName": table, "Item": item_to_wire(self.whole)}
-            return {"Put": {**put, "ConditionExpression": unchanged, **_old(e)}}
-        counted, rev, incarnation = e.n("attrBytes"), e.n("rev"), e.n("incarnation")
-        ours, added = e.v(self.edit.incarnation), e.v(self.edit.added)
-        sets = [f"{e.k(name)} = {e.v(text)}" for name, text in self.edit.changes.items()]
-        sets += [
-            f"{counted} = if_not_exists({counted}, {e.v(EMPTY_MAP_BYTES)}) + {added}",
-            f"{rev} = if_not_exists({rev}, {e.v(0)}) + {e.v(1)}",
-            f"{incarnation} = {ours}, {e.n('ttl')} = {e.v(self.ttl)}",
-        ]
-        update = "SET " + ", ".join(sets)
-        if self.edit.remove:
-            update += " REMOVE " + ", ".join(e.k(name) for name in self.edit.remove)
+                unchanged = equals(A.REV, self.whole_rev)
+            return {"Put": put_item(table, item_to_wire(self.whole), unchanged)}
+        counted, rev = Name(A.BYTES), Name(A.REV)
+        update = Update()
+        for name, text in edit.changes.items():
+            update += set_("attribute", "{} = {}", Name(name, free=True), Value(text))
+        update += set_(
+            "bytes_grow",
+            "{} = if_not_exists({}, {}) + {}",
+            counted,
+            counted,
+            Value(EMPTY_MAP_BYTES),
+            Value(edit.added),
+        )
+        update += set_("rev_up", "{} = if_not_exists({}, {}) + {}", rev, rev, Value(0), Value(1))
+        update += set_("incarnation", "{} = {}", Name(A.INCARNATION), Value(edit.incarnation))
+        update += set_("ttl", "{} = {}", Name(A.TTL), Value(self.ttl))
+        if edit.remove:
+            update += remove(*(Name(name, free=True) for name in edit.remove))
         # None yet (this update creates it), or this session's with room for what this write
         # adds, whatever it replaces.
-        room = e.v(ATTRIBUTES_MAX_BYTES - self.edit.added)
-        condition = (
-            f"attribute_not_exists({e.n('pk')}) OR ({incarnation} = {ours} AND {counted} <= {room})"
-        )
-        body = {"TableName": table, "Key": key, "UpdateExpression": update}
-        return {"Update": {**body, "ConditionExpression": condition, **_old(e)}}
+        room = clause("room", "{} <= {}", counted, Value(ATTRIBUTES_MAX_BYTES - edit.added))
+        condition = absent(A.PK) | (ours & room)
+        key = schema.attrs_key(edit.session_id)
+        return {"Update": update_item(table, key, update, condition, returns=None)}
 
-    def succeeded(self, response: dict[str, Any]) -> None:
-        return None
+    def succeeded(self, response: dict[str, Any], now_ms: int) -> tuple[str, ...]:
+        return self.meta.removed(now_ms // 1000)
 
-    def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Retry | None:
+    def refused(
+        self, failure: ConditionFailed | Cancelled, now_ms: int
+    ) -> tuple[str, ...] | Again[tuple[str, ...]]:
         assert isinstance(failure, Cancelled)
         if failure.failed(0):
             old = failure.old(0)
             if (
                 old is not None
                 and owned(old, self.meta.owner)
-                and old.get("incarnation") != self.edit.incarnation
+                and old.get(M.INCARNATION) != self.edit.incarnation
             ):
                 # The session was created again since this change was built: change that one.
-                self.edit.incarnation, self.ttl = str(old["incarnation"]), int(old["ttl"])
-                self.whole = self.whole_rev = None
-                return RETRY
+                edit = dataclasses.replace(self.edit, incarnation=str(old[M.INCARNATION]))
+                meta = dataclasses.replace(self.meta, edit=edit)
+                return Again(AttributesWrite(meta, int(old[M.TTL])))
             verdict = self.meta.refused(ConditionFailed(old, failure.ambiguous), now_ms)
-            return RETRY if isinstance(verdict, Retry) else None
+            if isinstance(verdict, Again):
+                assert isinstance(verdict.plan, MetadataWrite)
+                return Again(dataclasses.replace(self, meta=verdict.plan))
+            return ()
         if failure.failed(1):
-            self.put_whole(stored(failure.old(1)))
-            return RETRY
+            return Again(self.put_whole(stored(failure.old(1))))
         raise DynamoDBError("TransactionCanceledException", repr(failure.reasons))
 
-    def maybe_landed(self) -> None:
-        pass  # the metadata write's token settles it
-
-    def exhausted(self, attempts: int) -> SessionStoreError:
+    def exhausted(self, what: str, attempts: int) -> SessionStoreError:
         if self.meta.current is None:  # refused on the attributes item only, by rival changes
-            return gave_up(f"attribute change of session {self.edit.session_id!r}", attempts)
-        return self.meta.exhausted(attempts)
+            return Plan.exhausted(self, what, attempts)
+        return self.meta.exhausted(what, attempts)
 
 
-def _old(e: Expr) -> dict[str, Any]:
-    return {"ReturnValuesOnConditionCheckFailure": "ALL_OLD", **e.params()}
+def changes_of(
+    changes: Mapping[str, object], remove: Sequence[str]
+) -> tuple[dict[str, str], tuple[str, ...], int]:
+    """Validated: the JSON texts to set, the names to remove, and the bytes the texts add."""
+    texts, added = attribute_texts(changes, "changes")
+    if isinstance(remove, str | bytes) or not isinstance(remove, Sequence):
+        raise InvalidInput("remove must be a sequence of attribute names")
+    for name in remove:
+        validate_name(name)
+    gone = tuple(dict.fromkeys(remove))
+    if not texts and not gone:
+        raise InvalidInput("changes or remove must name at least one attribute")
+    both = set(texts).intersection(gone)
+    if both:
+        raise InvalidInput(f"attributes both changed and removed: {sorted(both)}")
+    return texts, gone, added
+
+
+def update(
+    backend: Backend,
+    memory: Memory,
+    session_id: str,
+    changes: Mapping[str, object],
+    remove: Sequence[str],
+    expected_version: int | None,
+    owner: str | None,
+) -> None:
+    """Set ``changes`` and delete the names in ``remove``: one transaction, nothing read back
+    (an instance that has not seen the session reads it first, for its incarnation and ttl)."""
+    validate.expected_version(expected_version)
+    texts, gone, added = changes_of(changes, remove)
+    now_s = backend.now_ms() // 1000
+    seen = memory.hint(session_id, owner, now_s) or locking.read(backend, memory, session_id, owner)
+    edit = AttributesEdit(session_id, texts, gone, added, seen.incarnation)
+    token = backend.token()
+    meta = MetadataWrite(
+        backend.table,
+        session_id,
+        owner,
+        token,
+        edit,
+        version=expected_version,
+        expected=expected_version is not None,
+        seen_tokens=seen.write_tokens,
+        settled=memory.settled.get(session_id) or (),
+    )
+    removed: tuple[str, ...] = ()
+    try:
+        removed = backend.drive(AttributesWrite(meta, seen.ttl), f"write to session {session_id!r}")
+    except VersionConflict as exc:  # ConflictRetriesExhausted too
+        memory.remember(exc.current)
+        with suppress(SessionStoreError):
+            exc.current = attach(backend, memory, exc.current)
+        raise
+    finally:
+        memory.settle(session_id, token, removed)
+
+
+def attach(backend: Backend, memory: Memory, session: Session) -> Session:
+    """``session`` (the metadata item alone) with its attributes: none if it never had any,
+    this instance's copy if still current, else the attributes item read now (one GetItem; it
+    may show a change made after ``session`` was read, never an older one)."""
+    if session.attributes_rev == 0:
+        return session
+    copy = memory.attributes.get(session.session_id)
+    if copy is None or copy.incarnation != session.incarnation or copy.rev < session.attributes_rev:
+        copy = stored(backend.get(schema.attrs_key(session.session_id)))
+        if copy is None or copy.incarnation != session.incarnation:
+            return session  # gone since: TTL removed the session, or it was created again
+        memory.keep_attributes(session.session_id, copy)
+    return dataclasses.replace(session, attributes=copy.attributes, attribute_bytes=copy.bytes)
+
+
+def landed(backend: Backend, memory: Memory, session: Session, what: str) -> Session:
+    """``attach`` after a write that has landed: a failed read must not make the write look
+    unwritten, or a caller would send it again."""
+    try:
+        return attach(backend, memory, session)
+    except SessionStoreError as exc:
+        raise Unavailable(
+            f"{what} was applied; reading the session after it failed: {exc}", maybe_applied=True
+        ) from exc
+
+
+@contextmanager
+def on_conflict(backend: Backend, memory: Memory) -> Iterator[None]:
+    """A ``VersionConflict`` raised inside carries the session with its attributes, if they
+    can be had: a failed read must not hide the conflict."""
+    try:
+        yield
+    except VersionConflict as exc:  # ConflictRetriesExhausted too
+        with suppress(SessionStoreError):
+            exc.current = attach(backend, memory, exc.current)
+        raise

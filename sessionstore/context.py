@@ -1,6 +1,9 @@
 """Context accumulation: a session's messages, one immutable page item per append.
 
-An append is two writes (``SessionStore.append_context``):
+Layer: a pattern module, over ``locking`` (the reservation is a write of the metadata item) and
+``reads`` (a read starts from the metadata item).
+
+An append is two writes (``append``):
 
 1. ``AppendEdit`` reserves the seqs on the metadata item -- ``messageCount`` goes up by the
    number of messages, under every guard of a metadata write (alive, owner, active, room left,
@@ -26,37 +29,45 @@ Pages never change and are never deleted by the store: TTL removes them with the
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from enum import StrEnum
+from typing import Any, ClassVar
 
-from . import codec, schema, sizing
-from .attempts import gave_up
+from . import attributes, codec, locking, reads, schema, sizing, validate
+from .backend import Backend, PageScope, Plan
 from .codec import JSON, decode
+from .conditions import Clause, Condition, Name, Update, Value, absent, clause, put_item, set_
 from .errors import (
     ContextFull,
     DynamoDBError,
     InvalidInput,
+    ItemTooLarge,
     SessionNotActive,
-    SessionStoreError,
     Unavailable,
 )
-from .expressions import Expr
 from .ids import MAX_TOKEN_LENGTH
-from .lifecycle import Status
-from .wire import Cancelled, ConditionFailed
+from .item import M
+from .memory import Memory
+from .models import Session, Status
+from .wire import Cancelled, ConditionFailed, send_by
 from .write_tokens import SEQ_SPAN, key, token_seq, token_time
 
-if TYPE_CHECKING:
-    from .models import Session
 
-#: A page's attribute names (they count in every page's size).
-FIRST = "first"  # the seq of its first message
-MESSAGES = "messages"  # the messages' JSON text, in order
-TOKEN = "token"  # the append's request token
-INCARNATION = "incarnation"  # the session's (``Session.incarnation``): pages of an earlier
-# session under the same id are told apart by it, not only by a ttl compared with our clock
+class P(StrEnum):
+    """A page item's attributes (they count in every page's size)."""
+
+    PK = "pk"
+    SK = "sk"
+    FIRST = "first"  # the seq of its first message
+    MESSAGES = "messages"  # the messages' JSON text, in order
+    TTL = "ttl"
+    TOKEN = "token"  # the append's request token
+    # The session's (``Session.incarnation``): pages of an earlier session under the same id are
+    # told apart by it, not only by a ttl compared with our clock.
+    INCARNATION = "incarnation"
+
 
 #: A hole whose reservation is younger than this (seconds) may still be filled: readers stop
 #: before it. A page follows its reservation at once; only botocore's retries delay it, and
@@ -67,21 +78,12 @@ PAGE_DEADLINE_S = 60
 #: The clock skew between a writer and its readers that the window allows for (seconds).
 SKEW_S = 30
 
-# Readers must still be waiting when a page lands, and a request botocore sends lands up to its
-# connect and read timeouts later (it may be applied however late its answer comes). So the last
-# send -- each of botocore's own attempts, checked as it is sent (``wire.send_by``) -- is
-# ``IN_FLIGHT_S - SKEW_S - landing`` after the time the reservation states in ``tk``; a writer
-# whose client has long timeouts states a later time (``stated_delay``), so readers wait longer
-# for its holes instead of its page landing after they stopped waiting. The timeouts bound each
-# socket operation, not a whole request: a body trickling out for longer, or a request DynamoDB
-# applies after the client gave up, could land later still -- the skew allowance is the margin.
-
-
-def landing_s(client: Any) -> int:
-    """How long after botocore sends a request it may still land: the client's connect and read
-    timeouts (seconds, rounded up)."""
-    config = client.meta.config
-    return math.ceil((config.connect_timeout or 0) + (config.read_timeout or 0))
+# Readers must still be waiting when a page lands, and a request may land up to the client's
+# connect and read timeouts after it is sent (``Backend.landing_s``). So the last send (each of
+# botocore's attempts, checked as it is sent: ``wire.send_by``) is ``IN_FLIGHT_S - SKEW_S -
+# landing`` after the time the reservation states in ``tk``; a client with long timeouts states a
+# later time (``stated_delay``), so readers wait longer for its holes. The timeouts bound each
+# socket operation, not a whole request: the skew allowance is the margin.
 
 
 def stated_delay(landing: int) -> int:
@@ -99,22 +101,22 @@ def page_item(
 ) -> dict[str, Any]:
     """The page item, low-level."""
     return {
-        "pk": {"S": schema.pk(session_id)},
-        "sk": {"S": schema.page_sk(first + len(messages) - 1)},
-        FIRST: {"N": str(first)},
-        MESSAGES: {"L": [{"S": m} for m in messages]},
-        "ttl": {"N": str(ttl)},
-        TOKEN: {"S": token},
-        INCARNATION: {"S": incarnation},
+        P.PK: {"S": schema.pk(session_id)},
+        P.SK: {"S": schema.page_sk(first + len(messages) - 1)},
+        P.FIRST: {"N": str(first)},
+        P.MESSAGES: {"L": [{"S": m} for m in messages]},
+        P.TTL: {"N": str(ttl)},
+        P.TOKEN: {"S": token},
+        P.INCARNATION: {"S": incarnation},
     }
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class AppendEdit:
-    """The reservation (an ``Edit`` for ``locking.MetadataWrite``): the next ``count`` seqs of
-    an active session whose context has room, and the bytes counted. ``messageCount`` only
-    grows, so the room condition needs no exact item. The seqs reserved are
-    ``[messageCount before, messageCount after)``; the first is kept in the token's entry."""
+    """The reservation (an ``Edit`` for ``locking.write``): the next ``count`` seqs of an
+    active session whose context has room, and the bytes counted. ``messageCount`` only grows,
+    so the room condition needs no exact item. The seqs reserved are ``[messageCount before,
+    messageCount after)``; the first is kept in the token's entry."""
 
     session_id: str
     count: int
@@ -123,36 +125,33 @@ class AppendEdit:
     max_bytes: int
     delay_s: int = 0  # ``stated_delay``: how much later than now the entry states
 
-    def clauses(self, e: Expr) -> tuple[str, str, str]:
-        count, size = e.n("messageCount"), e.n("contextBytes")
-        sets = f"{count} = {count} + {e.v(self.count)}, {size} = {size} + {e.v(self.added)}"
-        condition = (
-            f"{e.n('status')} = {e.v(Status.ACTIVE.value)}"
-            f" AND {count} <= {e.v(self.max_messages - self.count)}"
-            f" AND {size} <= {e.v(self.max_bytes - self.added)}"
+    def update(self) -> Update:
+        count, size = Name(M.MESSAGE_COUNT), Name(M.CONTEXT_BYTES)
+        return set_("reserve", "{} = {} + {}", count, count, Value(self.count)) + set_(
+            "count_bytes", "{} = {} + {}", size, size, Value(self.added)
         )
-        return sets, "", condition
 
-    def token_value(self, e: Expr, now_s: int) -> str:
+    def condition(self) -> Condition:
+        active = clause("status_is", "{} = {}", Name(M.STATUS), Value(Status.ACTIVE.value))
+        room = clause(
+            "room", "{} <= {}", Name(M.MESSAGE_COUNT), Value(self.max_messages - self.count)
+        ) & clause(
+            "room_bytes", "{} <= {}", Name(M.CONTEXT_BYTES), Value(self.max_bytes - self.added)
+        )
+        return active & room
+
+    def token_value(self, now_s: int) -> Clause:
         # The count before this write is the first seq it reserves (SET reads the old item).
-        return f"{e.n('messageCount')} + {e.v((now_s + self.delay_s) * SEQ_SPAN)}"
+        stated = (now_s + self.delay_s) * SEQ_SPAN
+        return Clause("reservation", "{} + {}", (Name(M.MESSAGE_COUNT), Value(stated)))
 
     def judge(self, current: Session) -> Session | None:
         if current.status is not Status.ACTIVE:
             raise SessionNotActive(self.session_id, current.status)
-        if (
-            current.message_count + self.count > self.max_messages
-            or current.context_bytes + self.added > self.max_bytes
-        ):
-            raise ContextFull(
-                self.session_id,
-                current.message_count,
-                current.context_bytes,
-                self.count,
-                self.added,
-                self.max_messages,
-                self.max_bytes,
-            )
+        count, size = current.message_count, current.context_bytes
+        if count + self.count > self.max_messages or size + self.added > self.max_bytes:
+            limits = (self.max_messages, self.max_bytes)
+            raise ContextFull(self.session_id, count, size, self.count, self.added, *limits)
         return None
 
 
@@ -162,8 +161,8 @@ def first_seq(session: Session, token: str) -> int:
     return token_seq(session.write_tokens[key(token)])
 
 
-@dataclass(slots=True)
-class WritePage:
+@dataclass(frozen=True, slots=True)
+class WritePage(Plan[None]):
     """PutItem of one page, if its key is free -- or held by a page of an earlier session under
     the same id (another incarnation, or a ttl that has passed: TTL deletes late). A refusal
     that finds our token means our lost attempt landed. Not sent after ``deadline_ms``
@@ -176,7 +175,7 @@ class WritePage:
     token: str
     deadline_ms: int
 
-    operation = "put_item"
+    operation: ClassVar[str] = "put_item"
 
     def request(self, now_ms: int) -> dict[str, Any]:
         if now_ms > self.deadline_ms:
@@ -186,39 +185,135 @@ class WritePage:
                 "stored by this attempt",
                 maybe_applied=False,
             )
-        e = Expr()
-        condition = (
-            f"attribute_not_exists({e.n('pk')}) OR {e.n('ttl')} <= {e.v(now_ms // 1000)}"
-            f" OR {e.n(INCARNATION)} <> {e.v(self.item[INCARNATION]['S'])}"
+        free = (
+            absent(P.PK)
+            | clause("ttl_passed", "{} <= {}", Name(P.TTL), Value(now_ms // 1000))
+            | clause(
+                "other_incarnation",
+                "{} <> {}",
+                Name(P.INCARNATION),
+                Value(self.item[P.INCARNATION]["S"]),
+            )
         )
-        return {
-            "TableName": self.table,
-            "Item": self.item,
-            "ConditionExpression": condition,
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            **e.params(),
-        }
+        return put_item(self.table, self.item, free)
 
-    def succeeded(self, response: dict[str, Any]) -> None:
+    def succeeded(self, response: dict[str, Any], now_ms: int) -> None:
         return None
 
     def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> None:
         assert isinstance(failure, ConditionFailed)
         old = failure.old
-        if old is not None and old.get(TOKEN) == self.token:
+        if old is not None and old.get(P.TOKEN) == self.token:
             return None  # our lost attempt had landed
         # A live page under a seq the metadata item gave us: something wrote outside the store.
         raise DynamoDBError(
             "ConditionalCheckFailedException",
-            f"page {self.item['sk']['S']!r} of session {self.session_id!r} is held by another "
-            f"write (token {None if old is None else old.get(TOKEN)!r})",
+            f"page {self.item[P.SK]['S']!r} of session {self.session_id!r} is held by another "
+            f"write (token {None if old is None else old.get(P.TOKEN)!r})",
         )
 
-    def maybe_landed(self) -> None:
-        pass
 
-    def exhausted(self, attempts: int) -> SessionStoreError:
-        return gave_up(f"context page of session {self.session_id!r}", attempts)
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """A store's bounds of each session's context."""
+
+    max_messages: int
+    max_bytes: int
+
+
+def append(
+    backend: Backend,
+    memory: Memory,
+    limits: Limits,
+    session_id: str,
+    messages: Sequence[JSON],
+    expected_version: int | None,
+    owner: str | None,
+) -> Session:
+    """Reserve the seqs (one UpdateItem), then put the page (one PutItem)."""
+    encoded = message_texts(messages)
+    validate.expected_version(expected_version)
+    added, count = sum(map(sizing.text_size, encoded)), len(encoded)
+    if count > limits.max_messages or added > limits.max_bytes:
+        raise ContextFull(session_id, 0, 0, count, added, limits.max_messages, limits.max_bytes)
+    token = backend.token()
+    size = page_size(session_id, token, encoded)
+    if size > backend.item_size_limit:
+        raise ItemTooLarge(0, size, backend.item_size_limit, what="context page")
+    landing = backend.landing_s
+    edit = AppendEdit(
+        session_id, count, added, limits.max_messages, limits.max_bytes, stated_delay(landing)
+    )
+    try:
+        with attributes.on_conflict(backend, memory):
+            wrote = locking.write(
+                backend,
+                memory,
+                session_id,
+                owner,
+                edit,
+                version=expected_version,
+                expected=True,
+                token=token,
+            )
+    except Unavailable as exc:
+        if not exc.maybe_applied:
+            raise
+        # Only the reservation may have landed; the page was never sent.
+        raise Unavailable(
+            f"append to session {session_id!r}: {exc}; the messages were not stored "
+            "(a reservation may have landed, leaving a hole that readers skip)",
+            maybe_applied=False,
+        ) from exc
+    session = wrote.session
+    try:
+        entry = session.write_tokens[key(token)]
+        item = page_item(
+            session_id, token_seq(entry), encoded, session.ttl, token, session.incarnation
+        )
+        # Sent, botocore's own retries included, only while readers will still wait for it.
+        deadline_ms = send_by_ms(entry, landing)
+        with send_by(lambda: backend.now_ms() > deadline_ms):
+            plan = WritePage(backend.table, session_id, item, token, deadline_ms)
+            backend.drive(plan, f"context page of session {session_id!r}")
+    finally:
+        # Only now is the reservation's token dead: readers wait for its page while it is in
+        # ``tk``, so no write of this instance may remove it before.
+        memory.settle(session_id, token, wrote.removed)
+    end = token_seq(entry) + count
+    if session.message_count != end:
+        # A lost response settled from a later copy of the item (other appends on top): the
+        # caller reads on from where *this* append ended, or it would skip their messages.
+        version = session.version if expected_version is None else expected_version + 1
+        session = dataclasses.replace(session, message_count=end, version=version)
+    return attributes.landed(backend, memory, session, f"write to session {session_id!r}")
+
+
+def read(
+    backend: Backend,
+    memory: Memory,
+    session_id: str,
+    owner: str | None,
+    after: int | None,
+    each_page: PageScope | None = None,
+) -> ContextReader:
+    """From the start, one Query from the metadata item; from ``after``, a GetItem of the
+    metadata item then a Query from the page holding seq ``after + 1``. ``each_page``: see
+    ``Backend.query``."""
+    validate.after(after)
+    now_s = backend.now_ms() // 1000
+    if after is None:
+        session, first, items = reads.head(
+            backend, memory, session_id, owner, schema.PAGES_END, each_page
+        )
+    else:
+        session, first = locking.read_item(backend, memory, session_id, owner)
+        # Pages are keyed by their last seq: the one holding ``after + 1`` is the first at or
+        # above ``msg#<after + 1>``.
+        start = schema.page_sk(after + 1)
+        items = backend.query(schema.pk(session_id), start, schema.PAGES_END, each_page=each_page)
+    recent = recent_reservations(first, now_s)
+    return ContextReader(read_context(session, items, after, now_s, recent), after)
 
 
 class ContextReader(Iterator[JSON]):
@@ -234,18 +329,6 @@ class ContextReader(Iterator[JSON]):
         seq, text = next(self._texts)
         self.position = seq
         return decode(text)
-
-
-def validate_after(after: object) -> None:
-    if after is not None and (isinstance(after, bool) or not isinstance(after, int) or after < 0):
-        raise InvalidInput("after must be None or a seq (an int >= 0)")
-
-
-def first_page_key(after: int | None) -> str | None:
-    """Where a page Query starts for messages after ``after``: the key of the page that holds
-    seq ``after + 1`` is the first one at or above ``msg#<after + 1>`` (pages are keyed by their
-    last seq). None: start with the first page."""
-    return None if after is None else schema.page_sk(after + 1)
 
 
 def read_context(
@@ -264,14 +347,14 @@ def read_context(
     reserved = session.message_count
     expected = start + 1  # the seq the next page should start at
     for item in page_items:
-        if int(item["ttl"]) <= now_s or item.get(INCARNATION) != session.incarnation:
+        if int(item[P.TTL]) <= now_s or item.get(P.INCARNATION) != session.incarnation:
             continue
-        first = int(item[FIRST])
+        first = int(item[P.FIRST])
         if first >= reserved:
             return  # reserved after the metadata item was read: not in this snapshot
         if first > expected and any(expected <= r < first for r in recent):
             return  # an append in flight: what follows the hole waits for it
-        messages = item[MESSAGES]
+        messages = item[P.MESSAGES]
         for seq, text in enumerate(messages, first):
             if start < seq < reserved:
                 yield seq, text
@@ -285,7 +368,7 @@ def recent_reservations(item: dict[str, Any], now_s: int) -> list[int]:
     horizon = now_s - IN_FLIGHT_S
     return [
         token_seq(v)
-        for value in item["tk"].values()
+        for value in item[M.TOKENS].values()
         if (v := int(value)) >= SEQ_SPAN and token_time(v) > horizon
     ]
 

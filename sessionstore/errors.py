@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .lifecycle import Status
-    from .models import Session, ToolCallRecord
+    from .models import Session, Status, ToolCallRecord
 
 
 class SessionStoreError(Exception):
@@ -92,23 +91,33 @@ class ConflictRetriesExhausted(VersionConflict):
 
 
 class ToolCallConflict(SessionStoreError):
-    """The tool_call_id is already taken by a different request (tool name or input), or by a
-    call claimed but not recorded yet. ``stored`` is the record that holds the id, or None.
+    """The tool_call_id is already taken by a different request (tool name or input) -- or, for
+    ``record_tool_call``, by a call claimed but not recorded yet (``same_request``: with this
+    very request). ``stored`` is the record that holds the id, None while it is only claimed.
 
-    The id names the *request*: a repeat with the same name and input returns the stored record,
-    whatever output the repeat brings (a re-run tool may answer differently).
+    The id names the *request*: a repeat with the same name and input is answered with the
+    stored record, whatever output the repeat brings (a re-run tool may answer differently).
     """
 
-    def __init__(self, stored: ToolCallRecord | None, session_id: str, tool_call_id: str) -> None:
-        what = (
-            "recorded with a different tool name or input"
-            if stored is not None
-            else "claimed by a call that has not been recorded"
-        )
+    def __init__(
+        self,
+        session_id: str,
+        tool_call_id: str,
+        stored: ToolCallRecord | None = None,
+        *,
+        same_request: bool = False,
+    ) -> None:
+        if stored is not None:
+            what = "recorded with a different tool name or input"
+        elif same_request:
+            what = "claimed by a call that has not been recorded"
+        else:
+            what = "claimed by a call with a different tool name or input"
         super().__init__(f"tool call {tool_call_id!r} of session {session_id!r} is already {what}")
-        self.stored = stored
         self.session_id = session_id
         self.tool_call_id = tool_call_id
+        self.stored = stored
+        self.same_request = same_request
 
 
 class ItemTooLarge(SessionStoreError):
@@ -204,6 +213,19 @@ class Unavailable(SessionStoreError):
     def __init__(self, message: str, *, maybe_applied: bool) -> None:
         super().__init__(message)
         self.maybe_applied = maybe_applied
+
+
+class TokensFull(Unavailable):
+    """Every one of the session's recent request tokens is younger than the horizon: a write
+    must wait (``write_tokens``); nothing was written. ``current``: the session as refused."""
+
+    def __init__(self, session_id: str, current: Session, count: int, horizon_s: int) -> None:
+        super().__init__(
+            f"session {session_id!r}: {count} writes of the last {horizon_s} s hold request "
+            "tokens; try again later",
+            maybe_applied=False,
+        )
+        self.current = current
 
 
 class DynamoDBError(SessionStoreError):

@@ -17,7 +17,7 @@ attribute         holds
                   (late) after it, and every page and tool-call item carries the same
 ``idle``          seconds without a write after which the session expires (its whole ttl
                   for a fixed-ttl session: one formula serves both)
-``idleUntil``     epoch seconds: ``idle`` after the last write (``expressions.extend_idle``);
+``idleUntil``     epoch seconds: ``idle`` after the last write (``item.idle_moved``);
                   may pass ``ttl``, the earlier of the two is when the session expires
 ``idleFrom``      epoch seconds: when the last write moved ``idleUntil`` on (by its clock); a
                   write never moves the deadline back from there
@@ -33,22 +33,44 @@ attribute         holds
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import Any
 
 from . import schema, sizing
 from .clock import parse_timestamp
+from .conditions import Condition, Name, Update, Value, clause, item_to_wire, set_
 from .errors import DynamoDBError, SessionExpired, SessionNotFound
 from .ids import MAX_ID_LENGTH, MAX_TOKEN_LENGTH
-from .lifecycle import Status
-from .models import Attributes, Session
-from .wire import item_to_wire
+from .models import Attributes, Session, Status
 from .write_tokens import KEY_LENGTH, SEQ_SPAN, TOKEN_CAP, key
 
+
+class Meta(StrEnum):
+    """The metadata item's attributes (the table above)."""
+
+    PK = "pk"
+    SK = "sk"
+    SESSION_ID = "sessionId"
+    VERSION = "version"
+    STATUS = "status"
+    OWNER = "owner"
+    CREATED_AT = "createdAt"
+    UPDATED_AT = "updatedAt"
+    TTL = "ttl"
+    IDLE = "idle"
+    IDLE_UNTIL = "idleUntil"
+    IDLE_FROM = "idleFrom"
+    INCARNATION = "incarnation"
+    MESSAGE_COUNT = "messageCount"
+    CONTEXT_BYTES = "contextBytes"
+    ATTRS_REV = "attrsRev"
+    TOKENS = "tk"
+
+
+M = Meta  # short, for the clauses below and the pattern modules'
+
 _STATUS = {s.value: s for s in Status}
-_FIELDS = frozenset(
-    {"sessionId", "version", "status", "createdAt", "updatedAt", "ttl", "incarnation"}
-    | {"idle", "idleUntil", "messageCount", "contextBytes", "attrsRev", "tk"}
-)
+_FIELDS = frozenset(Meta) - {M.PK, M.SK, M.OWNER, M.IDLE_FROM}
 
 
 def session_from_item(
@@ -61,29 +83,29 @@ def session_from_item(
     if missing:
         raise DynamoDBError(
             "UnexpectedItem",
-            f"metadata item {item.get('pk')!r} lacks {sorted(missing)}: not written by this store",
+            f"metadata item {item.get(M.PK)!r} lacks {sorted(missing)}: not written by this store",
         )
-    ttl = int(item["ttl"])
-    idle = int(item["idle"])
-    created_s = parse_timestamp(item["createdAt"]) // 1000
+    ttl = int(item[M.TTL])
+    idle = int(item[M.IDLE])
+    created_s = parse_timestamp(item[M.CREATED_AT]) // 1000
     return Session(
-        session_id=item["sessionId"],
-        version=int(item["version"]),
-        status=_STATUS[item["status"]],
-        owner=item.get("owner"),
-        created_at=item["createdAt"],
-        updated_at=item["updatedAt"],
+        session_id=item[M.SESSION_ID],
+        version=int(item[M.VERSION]),
+        status=_STATUS[item[M.STATUS]],
+        owner=item.get(M.OWNER),
+        created_at=item[M.CREATED_AT],
+        updated_at=item[M.UPDATED_AT],
         ttl=ttl,
-        message_count=int(item["messageCount"]),
-        context_bytes=int(item["contextBytes"]),
-        incarnation=item["incarnation"],
+        message_count=int(item[M.MESSAGE_COUNT]),
+        context_bytes=int(item[M.CONTEXT_BYTES]),
+        incarnation=item[M.INCARNATION],
         attributes=attributes if attributes is not None else Attributes(),
         attribute_bytes=attribute_bytes,
-        write_tokens={k: int(v) for k, v in item["tk"].items()},
-        attributes_rev=int(item["attrsRev"]),
+        write_tokens={k: int(v) for k, v in item[M.TOKENS].items()},
+        attributes_rev=int(item[M.ATTRS_REV]),
         # An idle period as long as the whole ttl can never end the session first: fixed.
         idle_seconds=idle if idle < ttl - created_s else None,
-        idle_until=int(item["idleUntil"]),
+        idle_until=int(item[M.IDLE_UNTIL]),
     )
 
 
@@ -103,30 +125,73 @@ def new_item(
     and the first idle deadline (a fixed-ttl session: its ttl in seconds, and the cap), which
     counts from its creation (``idleFrom``)."""
     item: dict[str, Any] = {
-        "pk": schema.pk(session_id),
-        "sk": schema.META_SK,
-        "sessionId": session_id,
-        "version": 1,
-        "status": Status.INITIALIZING.value,
-        "createdAt": stamp,
-        "updatedAt": stamp,
-        "ttl": ttl,
-        "idle": idle,
-        "idleUntil": idle_until,
-        "idleFrom": parse_timestamp(stamp) // 1000,
-        "incarnation": token,
-        "messageCount": 0,
-        "contextBytes": 0,
-        "attrsRev": attrs_rev,
-        "tk": {key(token): token_value},
+        M.PK: schema.pk(session_id),
+        M.SK: schema.META_SK,
+        M.SESSION_ID: session_id,
+        M.VERSION: 1,
+        M.STATUS: Status.INITIALIZING.value,
+        M.CREATED_AT: stamp,
+        M.UPDATED_AT: stamp,
+        M.TTL: ttl,
+        M.IDLE: idle,
+        M.IDLE_UNTIL: idle_until,
+        M.IDLE_FROM: parse_timestamp(stamp) // 1000,
+        M.INCARNATION: token,
+        M.MESSAGE_COUNT: 0,
+        M.CONTEXT_BYTES: 0,
+        M.ATTRS_REV: attrs_rev,
+        M.TOKENS: {key(token): token_value},
     }
     if owner is not None:
-        item["owner"] = owner
+        item[M.OWNER] = owner
     return item
 
 
 def owned(item: Mapping[str, Any], owner: str | None) -> bool:
-    return item.get("owner") == owner
+    return item.get(M.OWNER) == owner
+
+
+# ---------------------------------------------------------------------------- its guards
+
+
+def owned_by(owner: str | None) -> Condition:
+    """The item belongs to ``owner`` (None: to nobody)."""
+    if owner is None:
+        return clause("unowned", "attribute_not_exists({})", Name(M.OWNER))
+    return clause("owned_by", "{} = {}", Name(M.OWNER), Value(owner))
+
+
+def alive(owner: str | None, now_s: int) -> Condition:
+    """The session item exists, has not expired -- neither its cap ``ttl`` nor its idle
+    deadline ``idleUntil`` has passed -- and belongs to ``owner``."""
+    return (
+        clause("exists", "attribute_exists({})", Name(M.PK))
+        & clause("before_ttl", "{} > {}", Name(M.TTL), Value(now_s))
+        & clause("not_idle", "{} > {}", Name(M.IDLE_UNTIL), Value(now_s))
+        & owned_by(owner)
+    )
+
+
+def idle_moved(now_s: int) -> tuple[Update, Condition]:
+    """The update that moves the idle deadline on -- ``idleUntil = idle + :now``, so the writer
+    needs to know neither the idle period nor the cap, and ``idleFrom = :now``, the time it
+    counts from -- and the condition that keeps it from moving back. The deadline may pass
+    ``ttl``: readers take the earlier (``Session.expires_at``). A fixed-ttl session's ``idle``
+    is its whole ttl, so one formula serves both.
+
+    A writer whose clock lags behind the last one's (``idleFrom`` later than its ``:now``) is
+    refused, and sends its write again without moving the deadline (``idle_ahead``). Clocks a
+    second apart rarely meet it."""
+    now = Value(now_s)
+    update = set_("idle_until", "{} = {} + {}", Name(M.IDLE_UNTIL), Name(M.IDLE), now) + set_(
+        "idle_from", "{} = {}", Name(M.IDLE_FROM), now
+    )
+    return update, ~clause("idle_from_later", "{} > {}", Name(M.IDLE_FROM), now)
+
+
+def idle_ahead(item: Mapping[str, Any] | None, now_s: int) -> bool:
+    """The item's idle deadline counts from later than ``now_s``: moving it would shorten it."""
+    return item is not None and int(item.get(M.IDLE_FROM, 0)) > now_s
 
 
 def live(session_id: str, item: Mapping[str, Any] | None, owner: str | None, now_s: int) -> Session:

@@ -1,8 +1,10 @@
-"""The session lifecycle: statuses, the one table of allowed moves, and the guarded move.
+"""The session lifecycle: the one table of allowed moves, the guarded move, and the create.
+
+Layer: a pattern module, over ``locking`` (a move is a write of the metadata item).
 
 A session is created ``initializing`` and moves ``active`` -> ``closing`` -> ``closed`` (or
 ``initializing`` -> ``closing``); ``TRANSITIONS`` is the only source of truth. A move is one
-UpdateItem whose condition lists the statuses it may come from (``StatusEdit``), so no read is
+UpdateItem whose condition lists the statuses it may come from (``status_in``), so no read is
 needed and no read-then-write race exists: two instances closing one session cannot both move
 it. A refused move is explained from the item the refusal returns (ALL_OLD): asking for the
 status the session already has is a no-op success, anything else not in the table is
@@ -11,26 +13,31 @@ status the session already has is a no-op success, anything else not in the tabl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from . import write_tokens
-from .attempts import gave_up
-from .errors import InvalidTransition, SessionAlreadyExists, SessionStoreError
-from .expressions import Expr
-from .wire import Cancelled, ConditionFailed
-
-if TYPE_CHECKING:
-    from .models import Session
-
-
-class Status(StrEnum):
-    INITIALIZING = "initializing"
-    ACTIVE = "active"
-    CLOSING = "closing"
-    CLOSED = "closed"
-
+from . import attributes, locking, schema, write_tokens
+from .attributes import attributes_item, stored
+from .backend import Backend, Plan
+from .clock import format_timestamp
+from .conditions import (
+    Clause,
+    Condition,
+    Name,
+    Update,
+    Value,
+    absent,
+    assign,
+    clause,
+    item_to_wire,
+    put_item,
+    update_item,
+)
+from .errors import DynamoDBError, InvalidInput, InvalidTransition, SessionAlreadyExists
+from .item import M, alive, idle_ahead, idle_moved, live, new_item, session_from_item
+from .memory import Memory
+from .models import Session, Status
+from .wire import Cancelled, ConditionFailed, to_python
 
 #: The only source of truth for the state machine.
 TRANSITIONS: dict[Status, frozenset[Status]] = {
@@ -46,27 +53,38 @@ def sources(target: Status) -> list[Status]:
     return [s for s in Status if target in TRANSITIONS[s]]
 
 
-@dataclass(slots=True)
+def status_in(*statuses: Status) -> Condition:
+    """The session's status is one of ``statuses`` (none: refused, and the refusal reports the
+    current status)."""
+    if not statuses:
+        return absent(M.PK)
+    marks = ", ".join("{}" for _ in statuses)
+    return clause(
+        "status_in", f"{{}} IN ({marks})", Name(M.STATUS), *(Value(s.value) for s in statuses)
+    )
+
+
+def status_is(status: Status) -> Condition:
+    return clause("status_is", "{} = {}", Name(M.STATUS), Value(status.value))
+
+
+@dataclass(frozen=True, slots=True)
 class StatusEdit:
-    """Move the session to ``to`` (an ``Edit`` for ``locking.MetadataWrite``): the condition
-    lists the allowed source statuses. ``transition`` sends it last-writer-wins (the condition
-    is the guard); ``update_status`` pins it to the version it read, as the source design's
-    read-modify-write did."""
+    """Move the session to ``to`` (an ``Edit`` for ``locking.write``): the condition lists the
+    allowed source statuses. ``transition`` sends it last writer wins (the condition is the
+    guard); ``update_status`` pins it to the version it read."""
 
     session_id: str
     to: Status
 
-    def clauses(self, e: Expr) -> tuple[str, str, str]:
-        status = e.n("status")
-        froms = sources(self.to)
-        if froms:
-            condition = f"{status} IN ({', '.join(e.v(s.value) for s in froms)})"
-        else:  # nothing leads here: refused, and the refusal reports the current status
-            condition = f"attribute_not_exists({e.n('pk')})"
-        return f"{status} = {e.v(self.to.value)}", "", condition
+    def update(self) -> Update:
+        return assign(M.STATUS, self.to.value)
 
-    def token_value(self, e: Expr, now_s: int) -> str:
-        return e.v(now_s)
+    def condition(self) -> Condition:
+        return status_in(*sources(self.to))
+
+    def token_value(self, now_s: int) -> Clause:
+        return write_tokens.stamp(now_s)
 
     def judge(self, current: Session) -> Session | None:
         if current.status is self.to:
@@ -76,8 +94,41 @@ class StatusEdit:
         return None
 
 
-@dataclass(slots=True)
-class CreateSession:
+def _status(value: object, name: str) -> Status:
+    if not isinstance(value, Status):
+        raise InvalidInput(f"{name} must be a Status, not {value!r}")
+    return value
+
+
+def transition(
+    backend: Backend, memory: Memory, session_id: str, to: Status, owner: str | None
+) -> Session:
+    """Move to ``to`` if the table allows it: one UpdateItem, last writer wins."""
+    edit = StatusEdit(session_id, _status(to, "to"))
+    session = locking.write(backend, memory, session_id, owner, edit).session
+    return attributes.landed(backend, memory, session, f"write to session {session_id!r}")
+
+
+def update_status(
+    backend: Backend, memory: Memory, session_id: str, status: Status, owner: str | None
+) -> Session:
+    """The source design's optimistic read-modify-write, done right: one request pinned to the
+    version of this instance's last copy (a cold instance reads it first), retried on the
+    version ALL_OLD shows. An illegal move is refused on the copy and again by the condition."""
+    edit = StatusEdit(session_id, _status(status, "status"))
+    seen = memory.hint(session_id, owner, backend.now_ms() // 1000)
+    if seen is None:
+        seen = locking.read(backend, memory, session_id, owner)
+        done = edit.judge(seen)
+        if done is not None:
+            return attributes.attach(backend, memory, done)
+    with attributes.on_conflict(backend, memory):
+        wrote = locking.write(backend, memory, session_id, owner, edit, version=seen.version)
+    return attributes.landed(backend, memory, wrote.session, f"write to session {session_id!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class CreateSession(Plan[None]):
     """PutItem of a new session's metadata item (``item.new_item``, wire form) if the id is
     free -- in one transaction with its attributes item when it has attributes. A refusal whose
     item names our token is our own lost attempt."""
@@ -87,27 +138,17 @@ class CreateSession:
     item: dict[str, Any]
     token: str
     attributes: dict[str, Any] | None = None  # wire form
-    operation: str = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.operation = "put_item" if self.attributes is None else "transact_write_items"
+    operation: ClassVar[str] = "put_item"
 
     def request(self, now_ms: int) -> dict[str, Any]:
-        e = Expr()
-        put = {
-            "TableName": self.table,
-            "Item": self.item,
-            "ConditionExpression": f"attribute_not_exists({e.n('pk')})",
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            **e.params(),
-        }
+        put = put_item(self.table, self.item, absent(M.PK))
         if self.attributes is None:
             return put
         # Unconditional: an earlier session's attributes item (TTL deletes late) is replaced.
-        attributes = {"TableName": self.table, "Item": self.attributes}
-        return {"TransactItems": [{"Put": put}, {"Put": attributes}]}
+        return {"TransactItems": [{"Put": put}, {"Put": put_item(self.table, self.attributes)}]}
 
-    def succeeded(self, response: dict[str, Any]) -> None:
+    def succeeded(self, response: dict[str, Any], now_ms: int) -> None:
         return None
 
     def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> None:
@@ -116,8 +157,92 @@ class CreateSession:
             return None
         raise SessionAlreadyExists(self.session_id)
 
-    def maybe_landed(self) -> None:
-        pass
 
-    def exhausted(self, attempts: int) -> SessionStoreError:
-        return gave_up(f"create session {self.session_id!r}", attempts)
+@dataclass(frozen=True, slots=True)
+class CreateWithAttributes(CreateSession):
+    operation: ClassVar[str] = "transact_write_items"
+
+
+def create(
+    backend: Backend,
+    memory: Memory,
+    session_id: str,
+    owner: str | None,
+    ttl_seconds: int,
+    idle_seconds: int | None,
+    attrs: dict[str, str],
+) -> Session:
+    """Put a new session (``attrs``: its first attributes' JSON texts, validated)."""
+    token = backend.token()
+    now_ms = backend.now_ms()
+    ttl = now_ms // 1000 + ttl_seconds
+    # A fixed-ttl session is idle for its whole ttl: one formula (``item.idle_moved``).
+    idle = ttl_seconds if idle_seconds is None else idle_seconds
+    item = new_item(
+        session_id,
+        owner,
+        format_timestamp(now_ms),
+        ttl,
+        token,
+        now_ms // 1000,
+        1 if attrs else 0,
+        idle,
+        min(now_ms // 1000 + idle, ttl),
+    )
+    extra = attributes_item(session_id, token, 1, attrs, ttl) if attrs else None
+    kind = CreateSession if extra is None else CreateWithAttributes
+    plan = kind(
+        backend.table,
+        session_id,
+        item_to_wire(item),
+        token,
+        None if extra is None else item_to_wire(extra),
+    )
+    try:
+        backend.drive(plan, f"create session {session_id!r}")
+    finally:
+        memory.settle(session_id, token, ())
+    session = memory.remember(session_from_item(item))
+    if extra is None:
+        return session
+    memory.keep_attributes(session_id, stored(extra))
+    return attributes.attach(backend, memory, session)
+
+
+# ---------------------------------------------------------------------------- idle expiry
+
+
+@dataclass(frozen=True, slots=True)
+class Touch(Plan[Session]):
+    """Move an idle session's deadline on and change nothing else -- no version bump, no
+    request token: re-sending it (a lost response) only moves the deadline again, to the same
+    place or later, which is what was asked."""
+
+    table: str
+    session_id: str
+    owner: str | None
+
+    operation: ClassVar[str] = "update_item"
+
+    def request(self, now_ms: int) -> dict[str, Any]:
+        moved, not_back = idle_moved(now_ms // 1000)
+        condition = alive(self.owner, now_ms // 1000) & not_back
+        return update_item(self.table, schema.meta_key(self.session_id), moved, condition)
+
+    def succeeded(self, response: dict[str, Any], now_ms: int) -> Session:
+        return session_from_item(to_python(response["Attributes"]) or {})
+
+    def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Session:
+        assert isinstance(failure, ConditionFailed)
+        session = live(self.session_id, failure.old, self.owner, now_ms // 1000)  # or raise
+        if idle_ahead(failure.old, now_ms // 1000):
+            return session  # the deadline counts from later than our clock: nothing to move
+        # Live by our clock but not by the condition: nothing explains the refusal.
+        raise DynamoDBError("ConditionalCheckFailedException", repr(failure.old))
+
+
+def touch(backend: Backend, memory: Memory, session_id: str, owner: str | None) -> Session:
+    """Keep a session alive for a reader that writes nothing: one UpdateItem."""
+    what = f"touch of session {session_id!r}"
+    session = memory.remember(backend.drive(Touch(backend.table, session_id, owner), what))
+    return attributes.landed(backend, memory, session, what)

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import NamedTuple, overload
 
 from .codec import JSON, decode
-from .lifecycle import Status
+
+
+class Status(StrEnum):
+    """A session's status; the allowed moves are ``lifecycle.TRANSITIONS``."""
+
+    INITIALIZING = "initializing"
+    ACTIVE = "active"
+    CLOSING = "closing"
+    CLOSED = "closed"
 
 
 class Context(Sequence[JSON]):
@@ -104,6 +113,17 @@ class Attributes(Mapping[str, JSON]):
     def raw(self) -> Mapping[str, str]:
         """The stored JSON text of each value (what the item holds)."""
         return self._raw
+
+
+@dataclass(frozen=True, slots=True)
+class StoredAttributes:
+    """The attributes as their item holds them: of which incarnation, at which ``rev``, and
+    the bound of their size."""
+
+    incarnation: str
+    rev: int
+    attributes: Attributes
+    bytes: int
 
 
 @dataclass(frozen=True)

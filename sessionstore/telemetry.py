@@ -62,7 +62,7 @@ from types import SimpleNamespace, TracebackType
 from typing import Any, ParamSpec, TypeVar
 from weakref import WeakSet
 
-from . import sizing
+from . import observe, sizing
 from .errors import (
     ConflictRetriesExhausted,
     DynamoDBError,
@@ -134,9 +134,17 @@ class Tally:
         self.operations: list[str] = []  # the API names of the requests, in order
         self.table: str | None = None
 
-    def settled_since(self, lost_before: int) -> None:
-        """A write ended with a known outcome: the responses it lost are settled."""
-        self.lost_responses_settled += self.lost_responses - lost_before
+    # An ``observe.Listener``: the driver reports the writes and conflicts it sees.
+    def write_began(self) -> int:
+        return self.lost_responses
+
+    def write_ended(self, mark: int, settled: bool) -> None:
+        """A write ended; with a known outcome, the responses it lost are settled."""
+        if settled:
+            self.lost_responses_settled += self.lost_responses - mark
+
+    def conflict(self) -> None:
+        self.conflicts += 1
 
 
 _TALLY: ContextVar[Tally | None] = ContextVar("sessionstore_telemetry", default=None)
@@ -220,7 +228,7 @@ _NOOP: AbstractContextManager[None] = nullcontext()
 class _Operation:
     """One operation's span and tally, current in this context while it runs."""
 
-    __slots__ = ("_context_token", "_name", "_tally_token", "span", "tally")
+    __slots__ = ("_context_token", "_listening", "_name", "_tally_token", "span", "tally")
 
     def __init__(
         self, name: str, session_id: str | None, tool_call_id: str | None, client: Any
@@ -242,6 +250,8 @@ class _Operation:
     def __enter__(self) -> _Operation:
         self._context_token = _otel_context.attach(_trace.set_span_in_context(self.span))
         self._tally_token = _TALLY.set(self.tally)
+        self._listening = observe.listening(self.tally)
+        self._listening.__enter__()
         return self
 
     def __exit__(
@@ -250,6 +260,7 @@ class _Operation:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self._listening.__exit__(None, None, None)
         _TALLY.reset(self._tally_token)
         _otel_context.detach(self._context_token)
         tally = self.tally

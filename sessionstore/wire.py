@@ -1,6 +1,6 @@
 """Talking to DynamoDB: wire conversion, and every failure translated into what it means.
 
-A request either succeeds or fails in one of the ways the attempt driver (``attempts``) handles:
+A request either succeeds or fails in one of the ways the attempt driver (``backend``) handles:
 ``ConditionFailed`` / ``Cancelled`` (a condition was false; they carry the item as it is, so the
 store explains the failure without a second read), ``Contended`` (refused because of other
 traffic, provably not applied; botocore does not retry it, so the driver backs off) or
@@ -30,8 +30,8 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
+from .conditions import check_limits
 from .errors import DynamoDBError, ItemTooLarge, TableNotFound, Unavailable
-from .expressions import check_limits, to_wire
 
 _DESER = TypeDeserializer()
 
@@ -156,10 +156,6 @@ def to_python(item: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: _DESER.deserialize(v) for k, v in item.items()}
 
 
-def item_to_wire(item: dict[str, Any]) -> dict[str, Any]:
-    return {k: to_wire(v) for k, v in item.items()}
-
-
 class Refused(Exception):
     """Internal: DynamoDB refused the request; nothing of *this* attempt was written.
 
@@ -212,7 +208,7 @@ def send(
 ) -> Any:
     """Send one request; translate every failure into our errors.
 
-    A request over one of DynamoDB's documented limits (``expressions.check_limits``) is refused
+    A request over one of DynamoDB's documented limits (``conditions.check_limits``) is refused
     unsent: ``RequestOverLimit`` (an ``InvalidInput``), ``ItemOverLimit`` for a whole item.
     """
     check_limits(operation, request)

@@ -29,7 +29,7 @@ import base64
 import hashlib
 from collections.abc import Mapping
 
-from .expressions import Expr
+from .conditions import Clause, Condition, Name, Update, Value, clause, remove, set_
 
 #: At most this many tokens in ``tk`` (bounds the metadata item's size: ``item.METADATA_OVERHEAD``).
 TOKEN_CAP = 100
@@ -40,6 +40,8 @@ KEY_LENGTH = 22
 TOKEN_HORIZON_S = 3600
 #: A reservation's value is ``now_s * SEQ_SPAN + first seq``; other writes' is ``now_s`` alone.
 SEQ_SPAN = 10**12
+#: The metadata item's map of tokens (``item.Meta.TOKENS``).
+TOKENS = "tk"
 #: How many removed keys a full map's condition may name: any one of them is room.
 _ROOM_PROOFS = 4
 
@@ -75,27 +77,35 @@ def removable(
     return tuple(k for k in dict.fromkeys(gone) if k != own)[:TOKEN_CAP]
 
 
-def name_token(
-    e: Expr, token: str, value: str, gone: tuple[str, ...], present: Mapping[str, int] | None
-) -> tuple[str, str, str]:
-    """``(condition, SET action, REMOVE actions)`` that name ``token`` in ``tk`` with ``value``
-    (an expression) and remove the keys ``gone``. Every item starts with the map.
+def token_absent(token: str) -> Condition:
+    """No attempt of this write has landed: ``tk`` does not name its token."""
+    return clause("token_absent", "attribute_not_exists({})", Name(TOKENS, key(token)))
 
-    The map may take one more token while it is below the cap -- or when one of the keys this
-    write removes is there (``present``: the copy they were seen in; a few are enough), so a
-    writer that cleans up after itself is never refused by a full map."""
-    tk = e.n("tk")
-    tok = e.k(key(token))
-    names = {k: e.k(k) for k in gone}
+
+def room(gone: tuple[str, ...], present: Mapping[str, int] | None) -> Condition:
+    """The map may take one more token: it is below the cap -- or one of the keys this write
+    removes is there (``present``: the copy they were seen in; a few are enough), so a writer
+    that cleans up after itself is never refused by a full map."""
+    condition = clause("below_cap", "size({}) < {}", Name(TOKENS), Value(TOKEN_CAP))
     seen = [k for k in gone if present is not None and k in present][:_ROOM_PROOFS]
-    room = [f"size({tk}) < {e.v(TOKEN_CAP)}"]
-    room += [f"attribute_exists({tk}.{names[k]})" for k in seen]
-    condition = f"attribute_not_exists({tk}.{tok}) AND ({' OR '.join(room)})"
-    removes = ", ".join(f"{tk}.{name}" for name in names.values())
-    return condition, f"{tk}.{tok} = {value}", removes
+    for k in seen:
+        condition = condition | clause("frees_room", "attribute_exists({})", Name(TOKENS, k))
+    return condition
+
+
+def name_token(token: str, value: Clause, gone: tuple[str, ...]) -> Update:
+    """Name ``token`` in ``tk`` with ``value`` (an expression: the write's time, or a
+    reservation's) and remove the keys ``gone``."""
+    named = set_("token_named", "{} = " + value.text, Name(TOKENS, key(token)), *value.operands)
+    return named + remove(*(Name(TOKENS, k) for k in gone)) if gone else named
+
+
+def stamp(now_s: int) -> Clause:
+    """The value most writes name their token with: the time."""
+    return Clause("now", "{}", (Value(now_s),))
 
 
 def carries(item: Mapping[str, object], token: str) -> bool:
     """The item (python-typed) names ``token``: the attempt that sent it landed."""
-    tokens = item.get("tk")
+    tokens = item.get(TOKENS)
     return isinstance(tokens, Mapping) and key(token) in tokens

@@ -96,9 +96,10 @@ def test_attributes_through_the_async_store(store: ss.SessionStore) -> None:
     async def main() -> tuple[ss.Session, ss.Session]:
         created = await astore.create_session(owner="alice", attributes={"title": "t", "n": 1})
         sid = created.session_id
-        updated = await astore.update_attributes(
+        await astore.update_attributes(
             sid, {"n": 2, "client": {"name": "cli"}}, remove=["title"], owner="alice"
         )
+        updated = await astore.get_session(sid, owner="alice")
         with pytest.raises(ss.VersionConflict) as caught:
             await astore.update_attributes(
                 sid, {"n": 3}, expected_version=created.version, owner="alice"

@@ -6,6 +6,7 @@ injected fault reaches the store's own attempt driver directly and a test needs 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -13,10 +14,9 @@ import pytest
 from botocore.exceptions import ReadTimeoutError
 
 import sessionstore as ss
-from sessionstore import schema, sizing, wire
+from sessionstore import claims, schema, sizing, wire
 from sessionstore.attributes import ATTRIBUTES_MAX_BYTES
 from sessionstore.context import IN_FLIGHT_S
-from sessionstore.mcp import claims
 from sessionstore.retry import RetryPolicy
 from sessionstore.testing import Fault, FaultInjector, RequestLog
 from sessionstore.write_tokens import TOKEN_CAP
@@ -168,20 +168,15 @@ def test_append_without_expected_version_is_not_refused_by_rival_writes(
     try:
         with RequestLog(store.client) as log:
             appended = store.append_context(sid, ["mine"])
-            updated = store.update_attributes(sid, {"mine": 1})
+            store.update_attributes(sid, {"mine": 1})
     finally:
         for event in events:
             store.client.meta.events.unregister(event, rival_first)
     # One attempt each: an append is its reservation and its page (and, as the rival changed
     # the attributes, one read of them for the session it returns); the attributes change one
-    # transaction, and the read-back.
-    assert log.counts() == {
-        "UpdateItem": 1,
-        "PutItem": 1,
-        "GetItem": 1,
-        "TransactWriteItems": 1,
-        "Query": 1,
-    }
+    # transaction, which reads nothing back.
+    assert log.counts() == {"UpdateItem": 1, "PutItem": 1, "GetItem": 1, "TransactWriteItems": 1}
+    updated = store.get_session(sid)
     assert appended.attributes == {"rival": True}
     assert appended.message_count == 2
     assert list(store.context(sid)) == ["rival", "mine", "rival"]  # one more before update
@@ -207,7 +202,7 @@ def test_version_hint_outlives_its_session_same_instance(
     limit = 3_000  # context bytes: the old context (6 x 1,002 B) would not fit; the new is empty
     store = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds())
     _reincarnate(store, client, table, clock, "reused")  # the hint: 6 messages, 6,012 B
-    store.max_context_bytes = limit
+    store.limits = dataclasses.replace(store.limits, max_bytes=limit)
     new = store.activate(store.create_session("reused", ttl_seconds=3_600).session_id)
     with RequestLog(client) as log:
         appended = store.append_context("reused", ["hello"])
@@ -287,7 +282,8 @@ def test_an_id_claimed_but_not_recorded_is_a_conflict_and_writes_nothing(
     store: ss.SessionStore, active: ss.Session, client: Any, table: str
 ) -> None:
     sid = active.session_id
-    claims.claim(store, sid, "c1", "t", {}, owner="alice", ttl=active.ttl, lease_ms=60_000)
+    b, m = store.backend, store.memory
+    claims.claim(b, m, sid, "c1", "t", {}, owner="alice", ttl=active.ttl, lease_ms=60_000)
     before = scan(client, table)
     with pytest.raises(ss.ToolCallConflict) as caught:
         store.record_tool_call(sid, "c1", "t", {}, 1, 5, owner="alice")
@@ -430,9 +426,10 @@ def test_widest_metadata_item_stays_within_the_limit(
     writer = store("w")
     version = writer.activate(sid, owner=owner).version
     # attributes up to their limit: 3 + 16 x (4 + 250 + 1) = 4,083 B
-    filled = writer.update_attributes(
+    writer.update_attributes(
         sid, {f"a{i:03d}": "v" * 248 for i in range(16)}, owner=owner, expected_version=version
     )
+    filled = writer.get_session(sid, owner=owner)
     assert filled.attribute_bytes == 4_083 <= ATTRIBUTES_MAX_BYTES
     # a full token map: instances that append once and never come back
     one_shot = TOKEN_CAP - len(_meta(client, table, sid)["tk"])

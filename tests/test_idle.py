@@ -17,9 +17,8 @@ import httpx2
 import pytest
 
 import sessionstore as ss
-from sessionstore import schema
+from sessionstore import claims, schema
 from sessionstore.local import LocalDynamoDB
-from sessionstore.mcp import claims
 from sessionstore.mcp.sessions import needs_touch
 from sessionstore.testing import Fault, FaultInjector, RequestLog
 from sessionstore.wire import to_python
@@ -41,7 +40,15 @@ def _now_s(clock: ss.ManualClock) -> int:
 
 def _claim(store: ss.SessionStore, sid: str, call: str, ttl: int) -> claims.Outcome:
     return claims.claim(
-        store, sid, call, "search", {"q": call}, owner="alice", ttl=ttl, lease_ms=60_000
+        store.backend,
+        store.memory,
+        sid,
+        call,
+        "search",
+        {"q": call},
+        owner="alice",
+        ttl=ttl,
+        lease_ms=60_000,
     )
 
 

@@ -555,8 +555,9 @@ def test_a_completion_refused_when_the_claim_is_no_longer_ours(
 def test_a_claim_contended_on_every_attempt_is_unavailable_and_writes_nothing(
     engine: LocalDynamoDB, table: str, clock: ss.ManualClock
 ) -> None:
-    store = _claim_store(engine, table, clock)
-    store.retry = RetryPolicy(max_attempts=3, sleep=lambda _s: None)
+    client = ss.connect(engine.endpoint_url, max_attempts=1)  # faults reach the attempt driver
+    retry = RetryPolicy(max_attempts=3, sleep=lambda _s: None)
+    store = ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds(), retry=retry)
     sid = store.activate(store.create_session().session_id).session_id
     ttl = store.get_session(sid).ttl
     script = [Fault.TRANSACTION_CONFLICT] * 3

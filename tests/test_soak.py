@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import sessionstore as ss
+from sessionstore.conditions import item_to_wire
 from sessionstore.context import IN_FLIGHT_S
 from sessionstore.item import new_item
 from sessionstore.local import LocalDynamoDB
@@ -30,7 +31,6 @@ from sessionstore.testing.soak import (
     run_threads,
     scan_table,
 )
-from sessionstore.wire import item_to_wire
 
 FAULTS = {
     Fault.LOST_RESPONSE.value: 0.1,

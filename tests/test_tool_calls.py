@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 
 import sessionstore as ss
-from sessionstore import sizing
-from sessionstore.mcp import claims
+from sessionstore import claims, sizing
 from sessionstore.testing import Fault, FaultInjector, RequestLog, source_design
 
 from .conftest import scan
@@ -291,14 +290,17 @@ def test_oversized_record_is_refused_before_sending(
     assert requests.count == 0
 
 
-def test_the_previous_releases_records_still_read_as_history(
-    store: ss.SessionStore, active: ss.Session, client: Any, table: str, clock: ss.ManualClock
+def test_an_item_this_store_did_not_write_in_the_tool_range_is_refused_not_a_key_error(
+    store: ss.SessionStore, active: ss.Session, client: Any, table: str
 ) -> None:
-    """A table upgraded in place: records at ``tool#<recordedAt>#<id>`` without a ``state``."""
-    old = {
-        "pk": {"S": f"session#{active.session_id}"},
-        "sk": {"S": "tool#2026-01-01T12:00:00.000Z#old-1"},
-        "sessionId": {"S": active.session_id},
+    """An item under ``tool#`` without a state or a fingerprint (written by hand, or by
+    another program) is ``DynamoDBError("UnexpectedItem")`` wherever the store meets it: in the
+    history, and as the item that holds an id (ids may hold "#")."""
+    sid, call = active.session_id, "2026-01-01T12:00:00.000Z#old-1"
+    foreign = {
+        "pk": {"S": f"session#{sid}"},
+        "sk": {"S": f"tool#{call}"},
+        "sessionId": {"S": sid},
         "toolCallId": {"S": "old-1"},
         "toolName": {"S": "search"},
         "input": {"S": "{}"},
@@ -307,41 +309,48 @@ def test_the_previous_releases_records_still_read_as_history(
         "recordedAt": {"S": "2026-01-01T12:00:00.000Z"},
         "ttl": {"N": str(active.ttl)},
     }
-    client.put_item(TableName=table, Item=old)
-    clock.advance(ms=1)
-    record(store, active.session_id, "new-1")
-    history = [
-        (r.tool_call_id, r.output) for r in store.tool_calls(active.session_id, owner="alice")
-    ]
-    assert history == [("old-1", 1), ("new-1", [1, 2.5])]
-    assert [r.tool_call_id for r in store.load(active.session_id, owner="alice").tool_calls] == [
-        "old-1",
-        "new-1",
-    ]
+    client.put_item(TableName=table, Item=foreign)
+    before = scan(client, table)
+    b, m = store.backend, store.memory
+    for attempt in (
+        lambda: list(store.tool_calls(sid, owner="alice")),
+        lambda: store.load(sid, owner="alice"),
+        lambda: record(store, sid, call),
+        lambda: claims.claim(
+            b, m, sid, call, "search", {}, owner="alice", ttl=active.ttl, lease_ms=1
+        ),
+    ):
+        with pytest.raises(ss.DynamoDBError) as caught:
+            attempt()
+        assert caught.value.code == "UnexpectedItem"
+    assert scan(client, table) == before
 
 
-def test_an_id_that_spells_a_previous_release_key_is_a_conflict_not_a_key_error(
+def test_one_conflict_for_a_record_and_a_claim_under_an_id_taken_by_another_request(
     store: ss.SessionStore, active: ss.Session, client: Any, table: str
 ) -> None:
-    """Review: ids may hold "#", so ``<recordedAt>#<id>`` names the key of an old record (no
-    fingerprint): that id is taken by another call until the record expires."""
-    sid, at = active.session_id, "2026-01-01T12:00:00.000Z"
-    old = {
-        "pk": {"S": f"session#{sid}"},
-        "sk": {"S": f"tool#{at}#old-1"},
-        "sessionId": {"S": sid},
-        "toolCallId": {"S": "old-1"},
-        "toolName": {"S": "search"},
-        "input": {"S": "{}"},
-        "output": {"S": "1"},
-        "durationMs": {"N": "3"},
-        "recordedAt": {"S": at},
-        "ttl": {"N": str(active.ttl)},
-    }
-    client.put_item(TableName=table, Item=old)
-    with pytest.raises(ss.ToolCallConflict):
-        record(store, sid, f"{at}#old-1")
-    with pytest.raises(claims.ToolCallIdReused):
+    """``record_tool_call`` and a claim refuse another request under a taken id with the same
+    ``ToolCallConflict`` (the MCP layer maps it to -32066), whichever of them took it."""
+    sid = active.session_id
+    original = record(store, sid, "c1")
+    b, m = store.backend, store.memory
+    claimed = claims.claim(
+        b, m, sid, "c2", "search", {"q": "x"}, owner="alice", ttl=active.ttl, lease_ms=60_000
+    )
+    assert claimed.state is claims.State.CLAIMED
+    before = scan(client, table)
+    with pytest.raises(ss.ToolCallConflict) as on_record:
         claims.claim(
-            store, sid, f"{at}#old-1", "search", {}, owner="alice", ttl=active.ttl, lease_ms=1000
+            b, m, sid, "c1", "search", {"q": "y"}, owner="alice", ttl=active.ttl, lease_ms=1
         )
+    assert on_record.value.stored == original and on_record.value.tool_call_id == "c1"
+    with pytest.raises(ss.ToolCallConflict) as on_claim:
+        claims.claim(
+            b, m, sid, "c2", "fetch", {"q": "x"}, owner="alice", ttl=active.ttl, lease_ms=1
+        )
+    assert on_claim.value.stored is None and not on_claim.value.same_request
+    with pytest.raises(ss.ToolCallConflict) as same_request:
+        record(store, sid, "c2", input={"q": "x"})
+    assert same_request.value.stored is None and same_request.value.same_request
+    assert "claimed by a call that has not been recorded" in str(same_request.value)
+    assert scan(client, table) == before

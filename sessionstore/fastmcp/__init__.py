@@ -16,7 +16,7 @@ Tools written for FastMCP stay as they are. What changes behind them:
   authenticated principal or ``anon``; id: the id ``create_session`` minted), and each state key
   one of its attributes. ``set`` and ``delete`` go **last writer wins per key**: one
   ``update_attributes`` naming that key alone, so concurrent writes of different keys all land,
-  on one instance or many, with no read before (2 requests: the transaction and its read-back);
+  on one instance or many, with no read before (1 request: the transaction, nothing read back);
 * ``get`` and the check behind ``get_session`` are one strongly consistent Query each;
 * ``clear`` removes every key pinned to the version it read (a concurrent ``set`` makes it read
   again and retry), so it is atomic; ``end`` closes the session (``active -> closing -> closed``),
@@ -71,8 +71,8 @@ from ..errors import (
     SessionNotFound,
     VersionConflict,
 )
-from ..lifecycle import Status
 from ..models import Session as StoreSession
+from ..models import Status
 from ..store import SessionStore
 
 __all__ = [
@@ -203,13 +203,13 @@ class StoreSessionState:
         return attributes.get(name, default)
 
     async def session_set(self, session: Session, key: str, value: Any) -> None:
-        """This key alone, last writer wins: one ``update_attributes`` (a transaction and its
-        read-back), with no read before on an instance that has seen the session."""
+        """This key alone, last writer wins: one ``update_attributes`` (one transaction, nothing
+        read back), with no read before on an instance that has seen the session."""
         name = attribute_name(key)
         await self._change(session, {name: _json(key, value)}, ())
 
     async def session_delete(self, session: Session, key: str) -> None:
-        """This key alone removed, last writer wins (2 requests, whether or not it was set)."""
+        """This key alone removed, last writer wins (1 request, whether or not it was set)."""
         await self._change(session, {}, (attribute_name(key),))
 
     async def session_clear(self, session: Session) -> None:

@@ -40,8 +40,7 @@ from ..errors import (
     Unavailable,
 )
 from ..ids import validate_id
-from ..lifecycle import Status
-from ..models import Session
+from ..models import Session, Status
 from .protocol import SESSION_SCOPE_KEY
 
 if TYPE_CHECKING:

@@ -18,10 +18,10 @@ from ..errors import (
     SessionExpired,
     SessionNotActive,
     SessionNotFound,
+    ToolCallConflict,
     Unavailable,
 )
 from ..ids import validate_id
-from .claims import ToolCallIdReused
 from .protocol import (
     OPEN_METHOD,
     SESSION_EXPIRED,
@@ -59,11 +59,11 @@ def to_mcp_error(exc: Exception, session_id: str | None = None) -> MCPError:
             f"session {exc.session_id!r} is {exc.current.value}, not active",
             {"reason": "not_active", "sessionId": exc.session_id, "status": exc.current.value},
         )
-    if isinstance(exc, ToolCallIdReused):
+    if isinstance(exc, ToolCallConflict):
         return MCPError(
             TOOL_CALL_ID_REUSED,
             str(exc),
-            {"reason": "tool_call_id_reused", "toolCallId": exc.claim.tool_call_id},
+            {"reason": "tool_call_id_reused", "toolCallId": exc.tool_call_id},
         )
     if isinstance(exc, ItemTooLarge):  # a size problem, never "unavailable"
         size = exc.current + exc.added

@@ -13,7 +13,9 @@ may execute -- if not, the stored result or an error answers it, and the tool ne
 under one id; the tool runs with ``current_session()`` set; ``claims.complete`` writes its result
 into the claimed item. A tool the server annotates read-only or idempotent is not claimed: the
 session is checked, the tool runs, and ``claims.put_record`` puts its record. A tool that answers
-``InputRequiredResult`` carries its claim to the round that finishes it (``rounds``).
+``InputRequiredResult`` carries its claim to the round that finishes it (``rounds``). The
+``claims`` operations are the core's (``sessionstore.claims``), run over the store's backend and
+memory.
 
 The extension is one class over three modules: ``sessions`` (open, check and end a session,
 shared by the methods, the tools and the legacy HTTP layer), ``routing`` (which session and key
@@ -27,8 +29,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -42,12 +43,13 @@ from mcp_types import (
     TextContent,
 )
 
+from .. import claims
 from ..aio import AsyncSessionStore
+from ..claims import State
 from ..codec import JSON
 from ..errors import InvalidInput, SessionExpired, SessionStoreError
-from . import claims, rounds
+from . import rounds
 from .capabilities import check_client_capabilities
-from .claims import State, ToolCallIdReused
 from .mcp_errors import to_mcp_error
 from .protocol import (
     CLOSE_METHOD,
@@ -68,6 +70,8 @@ from .protocol import (
 from .routing import CallRouting, Route, legacy_session, valid
 from .sessions import DEFAULT_IDLE_SECONDS, SessionLifecycle, principal_owner
 from .tool_session import CURRENT_SESSION, ToolSession
+
+T = TypeVar("T")
 
 _ATTACHED: WeakKeyDictionary[MCPServer, SessionStoreExtension] = WeakKeyDictionary()
 logger = logging.getLogger(__name__)
@@ -223,20 +227,21 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
                     elif claimed.ttl != ttl:  # sealed in an earlier session under this id
                         raise SessionExpired(session_id, claimed.ttl)
                     # A round runs at most once, however often its requestState is re-sent.
-                    outcome = await self.store.run(
-                        claims.start_round,
-                        self.store.store,
-                        claimed,
-                        round_number,
-                        lease_ms=self.lease_ms,
+                    outcome = await self._run(
+                        claims.start_round, claimed, round_number, lease_ms=self.lease_ms
                     )
                     if outcome.state is not State.CLAIMED:
                         return _answer_repeat(outcome)
-        except (SessionStoreError, ToolCallIdReused) as exc:
+        except SessionStoreError as exc:
             raise to_mcp_error(exc, session_id) from exc
         return await self._execute(
             route, params, arguments, claimed, round_number, ttl, ctx, call_next
         )
+
+    async def _run(self, operation: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """A claims operation over the store's backend and memory, on its worker threads."""
+        core = self.store.store
+        return await self.store.run(operation, core.backend, core.memory, *args, **kwargs)
 
     async def _claim(self, route: Route, name: str, arguments: dict[str, Any]) -> claims.Outcome:
         ttl = (
@@ -244,9 +249,8 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
             if route.checked is not None
             else await self._session_ttl(route.session_id, route.owner)
         )
-        outcome = await self.store.run(
+        outcome = await self._run(
             claims.claim,
-            self.store.store,
             route.session_id,
             route.tool_call_id,
             name,
@@ -307,9 +311,7 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
     ) -> None:
         text = answer.model_dump_json(by_alias=True, exclude_none=True)
         try:
-            await self.store.run(
-                claims.suspend_round, self.store.store, claimed, round_number, text
-            )
+            await self._run(claims.suspend_round, claimed, round_number, text)
         except SessionStoreError as exc:
             # The round itself succeeded: only a re-send of it would miss the kept answer.
             logger.warning(
@@ -329,29 +331,22 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
         ttl: int,
     ) -> None:
         duration = max(0, self.store.clock.now_ms() - started)
-        write: Callable[[JSON, int], object]
-        if claimed is not None:
-            write = partial(
-                claims.complete,
-                self.store.store,
-                view.session_id,
-                view.tool_call_id,
-                claimed,
-                arguments,
-            )
-        else:
-            write = partial(
-                claims.put_record,
-                self.store.store,
-                view.session_id,
-                view.tool_call_id,
-                view.tool_name,
-                arguments,
-                ttl=ttl,
-            )
+        sid, call_id = view.session_id, view.tool_call_id
         try:
-            await self.store.run(write, output, duration)
-        except (SessionStoreError, ToolCallIdReused) as exc:
+            if claimed is not None:
+                await self._run(claims.complete, sid, call_id, claimed, arguments, output, duration)
+            else:
+                await self._run(
+                    claims.put_record,
+                    sid,
+                    call_id,
+                    view.tool_name,
+                    arguments,
+                    output,
+                    duration,
+                    ttl=ttl,
+                )
+        except SessionStoreError as exc:
             error = to_mcp_error(exc, view.session_id)
             if claimed is None:  # harmless: it ran, but running it changed nothing
                 raise error from exc

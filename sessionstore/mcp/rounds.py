@@ -13,7 +13,7 @@ from typing import Any
 
 from mcp_types import CallToolRequestParams, InputRequiredResult
 
-from . import claims
+from .. import claims
 
 _ROUND_KEY = "io.sessionstore/claim"
 

@@ -31,8 +31,7 @@ from ..errors import (
     SessionStoreError,
 )
 from ..ids import validate_id
-from ..lifecycle import Status
-from ..models import Session
+from ..models import Session, Status
 from .mcp_errors import required_session_id, to_mcp_error
 from .protocol import (
     CloseSessionResult,

@@ -1,0 +1,381 @@
+"""Conditions and updates as values, and the one builder that mints every placeholder.
+
+Layer: the bottom of the write path; no I/O. Why: a condition is the lesson of every pattern, so
+it has to be a thing a notebook can print whole, or clause by clause, not an f-string buried in a
+request. As in boto3's ``conditions.py``, a condition is a value: named clauses
+(``locking.version_is``, ``lifecycle.alive``, ``write_tokens.token_absent`` ...) composed with
+``&``, ``|`` and ``~``. ``str()`` shows it with its values in place; ``Request`` renders it with
+placeholders, minting exactly those it uses (DynamoDB refuses an unused one, and many of our
+attribute names -- ``status``, ``ttl``, ``owner`` -- are reserved words).
+
+An update is a value too: ``SET`` and ``REMOVE`` actions added with ``+``.
+
+DynamoDB's documented limits ("Constraints in Amazon DynamoDB": 1 KB = 1,024 bytes) are checked
+on the request before it is sent (``check_limits``): the embedded engine fails on some of them
+differently, and a refusal after the fact would cost a request and blur which limit it was.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from boto3.dynamodb.types import TypeSerializer
+
+from .errors import DynamoDBError, ItemOverLimit, RequestOverLimit
+from .sizing import MAX_ITEM_BYTES, item_size, text_size
+
+_SERIALIZER = TypeSerializer()
+
+
+def to_wire(value: Any) -> dict[str, Any]:
+    """A Python value as a DynamoDB attribute value."""
+    return dict(_SERIALIZER.serialize(value))
+
+
+def item_to_wire(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: to_wire(v) for k, v in item.items()}
+
+
+# ---------------------------------------------------------------------------- operands
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    """An attribute of the item by its name: ``#name``; ``key``: an entry of that map attribute
+    (``tk.<token>``); ``free``: a name chosen by the caller (an attribute name), minted as
+    ``#k<n>`` so it can never collide with ours."""
+
+    name: str
+    key: str | None = None
+    free: bool = False
+
+    def __str__(self) -> str:
+        return self.name if self.key is None else f"{self.name}.{self.key}"
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    value: Any
+
+    def __str__(self) -> str:
+        return repr(self.value)
+
+
+Operand = Name | Value
+
+
+@dataclass(frozen=True, slots=True)
+class Clause:
+    """One named piece of an expression: ``text`` with ``{}`` where each operand goes."""
+
+    label: str
+    text: str
+    operands: tuple[Operand, ...] = ()
+
+    def render(self, request: Request) -> str:
+        return self.text.format(*(request.mint(o) for o in self.operands))
+
+    def __str__(self) -> str:
+        return self.text.format(*map(str, self.operands))
+
+
+# ---------------------------------------------------------------------------- conditions
+
+
+class Condition:
+    """A condition expression as a value. ``&`` / ``|`` / ``~`` compose; ``TRUE`` is the empty
+    condition (no ``ConditionExpression`` is sent)."""
+
+    def render(self, request: Request) -> str:
+        raise NotImplementedError
+
+    def clauses(self) -> tuple[Clause, ...]:
+        """The named clauses, in order (for a notebook to print)."""
+        return ()
+
+    def __and__(self, other: Condition) -> Condition:
+        parts = [p for c in (self, other) for p in (c.parts if isinstance(c, All) else (c,))]
+        parts = [p for p in parts if p is not TRUE]
+        return TRUE if not parts else parts[0] if len(parts) == 1 else All(tuple(parts))
+
+    def __or__(self, other: Condition) -> Condition:
+        parts = [p for c in (self, other) for p in (c.parts if isinstance(c, Either) else (c,))]
+        return Either(tuple(parts))
+
+    def __invert__(self) -> Condition:
+        return Not(self)
+
+
+class _True(Condition):
+    def render(self, request: Request) -> str:
+        return ""
+
+    def __str__(self) -> str:
+        return "(none)"
+
+
+TRUE: Condition = _True()
+
+
+@dataclass(frozen=True, slots=True)
+class Is(Condition):
+    """A condition of one clause."""
+
+    clause: Clause
+
+    def render(self, request: Request) -> str:
+        return self.clause.render(request)
+
+    def clauses(self) -> tuple[Clause, ...]:
+        return (self.clause,)
+
+    def __str__(self) -> str:
+        return str(self.clause)
+
+
+@dataclass(frozen=True, slots=True)
+class All(Condition):
+    parts: tuple[Condition, ...]
+
+    def render(self, request: Request) -> str:
+        return " AND ".join(f"({p.render(request)})" for p in self.parts)
+
+    def clauses(self) -> tuple[Clause, ...]:
+        return tuple(c for p in self.parts for c in p.clauses())
+
+    def __str__(self) -> str:
+        return " AND ".join(f"({p})" for p in self.parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Either(Condition):
+    parts: tuple[Condition, ...]
+
+    def render(self, request: Request) -> str:
+        return " OR ".join(f"({p.render(request)})" for p in self.parts)
+
+    def clauses(self) -> tuple[Clause, ...]:
+        return tuple(c for p in self.parts for c in p.clauses())
+
+    def __str__(self) -> str:
+        return " OR ".join(f"({p})" for p in self.parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Not(Condition):
+    part: Condition
+
+    def render(self, request: Request) -> str:
+        return f"NOT ({self.part.render(request)})"
+
+    def clauses(self) -> tuple[Clause, ...]:
+        return self.part.clauses()
+
+    def __str__(self) -> str:
+        return f"NOT ({self.part})"
+
+
+def clause(label: str, text: str, *operands: Operand) -> Condition:
+    """A named clause as a condition: ``clause("version_is", "{} = {}", Name("version"),
+    Value(3))``."""
+    return Is(Clause(label, text, operands))
+
+
+def exists(name: str = "pk") -> Condition:
+    return clause("exists", "attribute_exists({})", Name(name))
+
+
+def absent(name: str = "pk") -> Condition:
+    return clause("absent", "attribute_not_exists({})", Name(name))
+
+
+def equals(name: str, value: Any) -> Condition:
+    return clause(f"{name}_is", "{} = {}", Name(name), Value(value))
+
+
+# ---------------------------------------------------------------------------- updates
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """``SET`` and ``REMOVE`` actions; ``+`` joins two updates."""
+
+    sets: tuple[Clause, ...] = ()
+    removes: tuple[Name, ...] = ()
+
+    def __add__(self, other: Update) -> Update:
+        return Update(self.sets + other.sets, self.removes + other.removes)
+
+    def render(self, request: Request) -> str:
+        text = "SET " + ", ".join(s.render(request) for s in self.sets) if self.sets else ""
+        if self.removes:
+            dropped = ", ".join(request.mint(r) for r in self.removes)
+            text = f"{text} REMOVE {dropped}" if text else f"REMOVE {dropped}"
+        return text
+
+    def __str__(self) -> str:
+        text = "SET " + ", ".join(map(str, self.sets)) if self.sets else ""
+        if self.removes:
+            text += (" " if text else "") + "REMOVE " + ", ".join(map(str, self.removes))
+        return text
+
+
+def set_(label: str, text: str, *operands: Operand) -> Update:
+    """One SET action: ``set_("version_up", "{} = {} + {}", v, v, Value(1))``."""
+    return Update(sets=(Clause(label, text, operands),))
+
+
+def assign(name: str, value: Any) -> Update:
+    return set_(name, "{} = {}", Name(name), Value(value))
+
+
+def remove(*names: Name) -> Update:
+    return Update(removes=names)
+
+
+# ---------------------------------------------------------------------------- the builder
+
+
+class Request:
+    """One request's placeholders: each operand rendered is minted here, and only those."""
+
+    __slots__ = ("names", "values")
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+        self.values: dict[str, Any] = {}
+
+    def mint(self, operand: Operand) -> str:
+        if isinstance(operand, Value):
+            placeholder = f":v{len(self.values)}"
+            self.values[placeholder] = to_wire(operand.value)
+            return placeholder
+        if operand.free:
+            return self._free(operand.name)
+        placeholder = "#" + operand.name
+        self.names[placeholder] = operand.name
+        if operand.key is None:
+            return placeholder
+        return f"{placeholder}.{self._free(operand.key)}"
+
+    def _free(self, name: str) -> str:
+        placeholder = f"#k{len(self.names)}"
+        self.names[placeholder] = name
+        return placeholder
+
+    def params(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.names:
+            out["ExpressionAttributeNames"] = dict(self.names)
+        if self.values:
+            out["ExpressionAttributeValues"] = dict(self.values)
+        return out
+
+
+def update_item(
+    table: str,
+    key: Mapping[str, Any],
+    update: Update,
+    condition: Condition,
+    *,
+    returns: str | None = "ALL_NEW",
+) -> dict[str, Any]:
+    """An UpdateItem that returns the item (``returns``), and ALL_OLD when refused."""
+    r = Request()
+    request: dict[str, Any] = {"TableName": table, "Key": dict(key)}
+    request["UpdateExpression"] = update.render(r)
+    text = condition.render(r)
+    if text:
+        request["ConditionExpression"] = text
+    if returns is not None:
+        request["ReturnValues"] = returns
+    return {**request, "ReturnValuesOnConditionCheckFailure": "ALL_OLD", **r.params()}
+
+
+def put_item(
+    table: str, item: Mapping[str, Any], condition: Condition = TRUE, *, old: bool = True
+) -> dict[str, Any]:
+    """A PutItem of ``item`` (wire form) on ``condition``; ALL_OLD when refused."""
+    r = Request()
+    request: dict[str, Any] = {"TableName": table, "Item": dict(item)}
+    text = condition.render(r)
+    if text:
+        request["ConditionExpression"] = text
+    if old and text:
+        request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+    return {**request, **r.params()}
+
+
+def check(table: str, key: Mapping[str, Any], condition: Condition) -> dict[str, Any]:
+    """A transaction's ConditionCheck; ALL_OLD when refused."""
+    r = Request()
+    body = {"TableName": table, "Key": dict(key), "ConditionExpression": condition.render(r)}
+    return {**body, "ReturnValuesOnConditionCheckFailure": "ALL_OLD", **r.params()}
+
+
+# ---------------------------------------------------------------------------- limits
+
+#: "The maximum length of any expression string is 4 KB."
+MAX_EXPRESSION_BYTES = 4_096
+#: "The maximum number of operators or functions allowed in an UpdateExpression is 300." (In
+#: ``SET a = :val1 + :val2 + :val3`` there are two: the ``=`` of an action does not count.)
+MAX_UPDATE_OPERATORS = 300
+
+_EXPRESSIONS = (
+    "UpdateExpression",
+    "ConditionExpression",
+    "KeyConditionExpression",
+    "FilterExpression",
+    "ProjectionExpression",
+)
+#: A ``#name`` or ``:value`` placeholder as an expression uses it.
+_PLACEHOLDER = re.compile(r"[#:][A-Za-z0-9_]+")
+#: An operator or function of an UpdateExpression: arithmetic, ``if_not_exists``, ``list_append``
+#: (no placeholder or name can hold ``+`` or ``-``: values are never literals).
+_UPDATE_OPERATORS = re.compile(r"[+-]|\b(?:if_not_exists|list_append)\s*\(")
+
+
+def check_limits(operation: str, request: Mapping[str, Any]) -> None:
+    """Refuse a request past the limits above with ``RequestOverLimit`` (an ``InvalidInput``),
+    and an item over ``sizing.MAX_ITEM_BYTES`` that it carries whole (PutItem, a transaction's
+    Put) with ``ItemOverLimit`` (also an ``ItemTooLarge``). ``operation``: boto3's method name.
+    Every request passes here (``wire.send``), built by ``Request`` or by hand."""
+    api = "".join(part.title() for part in operation.split("_"))
+    actions = request.get("TransactItems")
+    if actions is None:
+        _check_action(api, request)
+        return
+    for index, action in enumerate(actions):
+        for kind, body in action.items():
+            _check_action(f"{api} TransactItems[{index}].{kind}", body)
+
+
+def _check_action(where: str, body: Mapping[str, Any]) -> None:
+    # A request built by hand may carry a placeholder no expression uses; DynamoDB refuses it.
+    used = set(_PLACEHOLDER.findall(" ".join(str(body.get(f, "")) for f in _EXPRESSIONS)))
+    for field in ("ExpressionAttributeNames", "ExpressionAttributeValues"):
+        for key in set(body.get(field) or ()) - used:
+            raise DynamoDBError(
+                "ValidationException", f"{where}: {field} {key} is used in no expression"
+            )
+    for field in _EXPRESSIONS:
+        text = body.get(field)
+        if not isinstance(text, str):
+            continue
+        size = text_size(text)
+        if size > MAX_EXPRESSION_BYTES:
+            raise RequestOverLimit(f"{where} {field}", size, MAX_EXPRESSION_BYTES)
+        if field == "UpdateExpression":
+            count = len(_UPDATE_OPERATORS.findall(text))
+            if count > MAX_UPDATE_OPERATORS:
+                raise RequestOverLimit(
+                    f"{where} {field}", count, MAX_UPDATE_OPERATORS, "operators or functions"
+                )
+    item = body.get("Item")
+    if isinstance(item, Mapping):
+        size = item_size(item)
+        if size > MAX_ITEM_BYTES:
+            raise ItemOverLimit(f"{where} Item", size, MAX_ITEM_BYTES)

@@ -1,0 +1,55 @@
+"""What the write path tells whoever watches it: conflicts retried, and writes ended.
+
+Layer: the bottom, beside ``errors``; it imports nothing of the store. Why: telemetry is an
+observer of the writes, not a floor under them. The driver (``backend``) reports here; an
+observer (``telemetry``) listens for the operation it measures, through a context variable, so
+threads and asyncio tasks each see their own. With no listener every call is a no-op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Protocol
+
+
+class Listener(Protocol):
+    def write_began(self) -> int:
+        """A write begins; returns a mark that ``write_ended`` gets back."""
+
+    def write_ended(self, mark: int, settled: bool) -> None:
+        """The write that began at ``mark`` ended; ``settled``: its outcome is known (applied
+        once, or provably not), so the responses it lost on the way are settled."""
+
+    def conflict(self) -> None:
+        """An attempt was refused by a concurrent writer and is retried."""
+
+
+_LISTENER: ContextVar[Listener | None] = ContextVar("sessionstore_listener", default=None)
+
+
+@contextmanager
+def listening(listener: Listener) -> Iterator[None]:
+    reset = _LISTENER.set(listener)
+    try:
+        yield
+    finally:
+        _LISTENER.reset(reset)
+
+
+def write_began() -> int:
+    listener = _LISTENER.get()
+    return 0 if listener is None else listener.write_began()
+
+
+def write_ended(mark: int, settled: bool) -> None:
+    listener = _LISTENER.get()
+    if listener is not None:
+        listener.write_ended(mark, settled)
+
+
+def conflict() -> None:
+    listener = _LISTENER.get()
+    if listener is not None:
+        listener.conflict()
