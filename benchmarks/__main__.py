@@ -114,7 +114,19 @@ def main(argv: list[str] | None = None) -> int:
     uncontended = updates.Scenario("1 writer", 1, 64)
     contended = updates.Scenario("8 writers", 8, 8)
     rtt = 0.005
+    # the status work: 21 sessions walked initializing -> closed, 63 commits per run
+    walked = 21
+
+    def status(writers: int, latency: float = 0.0) -> updates.Scenario:
+        name = f"status, {writers} writer{'s' if writers > 1 else ''}"
+        name += f", +{latency * 1000:.0f} ms RTT" if latency else ""
+        return updates.Scenario(name, writers, 0, latency, work="status", sessions=walked)
+
     scenarios = [
+        status(1),
+        status(8),
+        status(1, rtt),
+        status(8, rtt),
         uncontended,
         contended,
         updates.Scenario("1 writer, +5 ms RTT", 1, 64, rtt),
@@ -156,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
                 progress=progress,
             )
             summaries = updates.summarize(runs)
+            for what, ok in report.performance_done_when(summaries, []):
+                progress(f"  target {'met' if ok else 'not met'}: {what}")
 
         if "overhead" in only:
             progress(
@@ -184,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
                 progress=progress,
             )
             for what, ok in growth.done_when(curves):
-                progress(f"  done when: {'MET' if ok else 'NOT MET'} -- {what}")
+                progress(f"  target {'met' if ok else 'not met'}: {what}")
 
     suite_timings: list[suite.SuiteTiming] = []
     remaining = deadline - time.monotonic() - 15
@@ -215,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
         "updates": {
             "repeats": repeats,
             "scenarios": [s.name for s in scenarios],
+            "works": {s.name: s.work for s in scenarios},
+            "status_sessions": walked,
             "uncontended_commits": uncontended.commits_per_writer,
             "rtt_ms": rtt * 1000,
             "writers": contended.writers,
@@ -236,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
                     {**asdict(r), "per_second": r.per_second, "wasted": r.wasted} for r in runs
                 ],
                 "status_walks": updates.as_dicts(walks),
+                "targets": [t._asdict() for t in report.targets(summaries)],
             },
             "overhead": [asdict(r) for r in over],
             "growth": None

@@ -1,15 +1,39 @@
 """The contenders for the same work on one engine: every commit bumps ``version`` by one.
 
-Two kinds of work (``WORKS``), each contender doing the same thing its own way; every write
+Three kinds of work (``WORKS``), each contender doing the same thing its own way; every write
 attempt is counted on the contender's own botocore client with a ``WireCounter``.
+
+``status`` -- the source design's own operation, ``updateSessionStatus``: move a session one
+step along its lifecycle (``initializing -> active -> closing -> closed``). The lifecycle allows
+three moves per session, so a run walks a list of fresh sessions (created ``initializing``
+before the count starts), every writer advancing each session in turn until it sees it
+``closed``: every commit is a legal move and bumps the version by one, three per session, and
+with several writers they race for each move. What each contender sends:
+
+* ``sessionstore`` -- ``SessionStore.update_status(sid, next)``, ``next`` the status after the
+  one this writer last saw (``initializing`` for a session it has not seen): a cold instance
+  reads the session first (GetItem), then one UpdateItem pinned to the version of its copy; a
+  refusal is retried on the version its ALL_OLD carries (one request per retry, no re-read), or
+  ends the call with nothing written when another writer already made the move (the writer then
+  asks for the next one). Each writer is its own ``SessionStore`` instance, starting cold; its
+  commits are the UpdateItems that succeeded in its own thread.
+* ``source`` -- the source design's ``updateSessionStatus`` loop transliterated: ConsistentRead
+  GetItem, UpdateItem ``SET status = :s, updatedAt = :now, version = version + 1`` on
+  ``version = :v``, re-read on every conflict, backoff ``50 * 2**n + U(0, 20)`` ms,
+  ``maxRetries = 3``; ``:s`` is the status after the one its read returned (the source design
+  writes whatever status it is given, so on a conflict it would repeat a move another writer
+  made; choosing from the read keeps every commit a legal move), and a read that finds the
+  session ``closed`` ends the call with nothing written.
+* ``pynamodb`` -- the same loop with PynamoDB 6: ``Model.get`` (consistent), set ``status`` to
+  the next one, ``Model.save()`` (its ``VersionAttribute`` adds the version condition and the
+  increment), same backoff and retry bound.
 
 ``update`` -- a versioned update of one small attribute (``title``) on one session:
 
 * ``sessionstore`` -- ``SessionStore.update_attributes(sid, {"title": ...})``: no version
   condition (the change commutes), ``version + 1``; one ``TransactWriteItems`` (the metadata
   item's guards and version, the attributes item by name: the attributes are an item of their
-  own since issue 21, so tool calls are not billed for them) and one Query reading the session
-  back, since a transaction returns nothing.
+  own, so tool calls are not billed for them), and nothing read back.
   Each writer is its own ``SessionStore`` instance (as separate MCP server instances would be),
   starting cold.
 * ``source`` -- the source design's ``updateSessionStatus`` loop transliterated, writing the
@@ -38,7 +62,7 @@ import itertools
 import random
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from botocore.exceptions import ClientError
 
@@ -46,11 +70,32 @@ import sessionstore as ss
 from sessionstore import schema
 from sessionstore.testing import source_design
 
-from .counting import CONDITION_FAILED, WireCounter
+from .counting import CONDITION_FAILED, ThreadWrites, WireCounter
 
 #: A writer's "commit": perform one committed update; returns how many calls gave up first.
 Commit = Callable[[], int]
-WORKS = ("update", "append")
+WORKS = ("status", "update", "append")
+
+#: The lifecycle's one legal forward move from each status (``closed`` has none).
+NEXT_STATUS = {
+    ss.Status.INITIALIZING.value: ss.Status.ACTIVE.value,
+    ss.Status.ACTIVE.value: ss.Status.CLOSING.value,
+    ss.Status.CLOSING.value: ss.Status.CLOSED.value,
+}
+#: Moves a session makes from ``initializing`` to ``closed``.
+MOVES_PER_SESSION = len(NEXT_STATUS)
+
+
+class Step(NamedTuple):
+    """One call of a status writer on one session."""
+
+    committed: bool  # this writer's own move landed (the version went up by one)
+    closed: bool  # the writer now knows the session is closed: nothing left to move
+    gave_up: int  # the call gave up on conflicts (re-issued by the caller)
+
+
+#: A status writer: one call advancing the session ``sid`` by one move, if any is left.
+Advance = Callable[[str], Step]
 
 MAX_CALLS_PER_COMMIT = 200  # a writer's bound on re-issued calls (never reached in practice)
 SOURCE_MAX_RETRIES = 3  # the source design's default
@@ -87,7 +132,17 @@ class Contender:
     def writer(self, session_id: str, writer_id: int, work: str) -> Commit:
         raise NotImplementedError
 
+    def new_walk_session(self) -> str:
+        """A fresh session in ``initializing``, for the ``status`` work."""
+        raise NotImplementedError
+
+    def status_writer(self, writer_id: int) -> Advance:
+        raise NotImplementedError
+
     def version(self, session_id: str) -> int:
+        raise NotImplementedError
+
+    def status(self, session_id: str) -> str:
         raise NotImplementedError
 
 
@@ -104,16 +159,28 @@ def _gave_up_loop(call: Callable[[], object], is_give_up: Callable[[Exception], 
     raise RuntimeError(f"no commit after {MAX_CALLS_PER_COMMIT} calls")
 
 
+def _raw_item(client: Any, table: str, session_id: str) -> dict[str, Any]:
+    item: dict[str, Any] = client.get_item(
+        TableName=table, Key=schema.meta_key(session_id), ConsistentRead=True
+    )["Item"]
+    return item
+
+
 def _raw_version(client: Any, table: str, session_id: str) -> int:
-    item = client.get_item(TableName=table, Key=schema.meta_key(session_id), ConsistentRead=True)[
-        "Item"
-    ]
-    return int(item["version"]["N"])
+    return int(_raw_item(client, table, session_id)["version"]["N"])
+
+
+def _raw_status(client: Any, table: str, session_id: str) -> str:
+    status: str = _raw_item(client, table, session_id)["status"]["S"]
+    return status
 
 
 class SessionStoreContender(Contender):
     name = "sessionstore"
-    label = "sessionstore (update_attributes: 1 transaction + read-back; append: 1 UpdateItem)"
+    label = (
+        "sessionstore (update_status: 1 UpdateItem pinned to its copy's version, a cold "
+        "instance reads first; update_attributes: 1 transaction; append: 1 UpdateItem)"
+    )
     requests_per_attempt = 1
 
     def __init__(self, endpoint: str, table: str) -> None:
@@ -122,6 +189,7 @@ class SessionStoreContender(Contender):
         self.setup = ss.SessionStore(self.client, table)
         self.setup.create_table()
         self.counter = WireCounter(self.client).attach()
+        self.landed = ThreadWrites(self.client)
 
     def new_session(self) -> str:
         sid = self.setup.create_session().session_id
@@ -144,11 +212,38 @@ class SessionStoreContender(Contender):
 
         return commit
 
+    def new_walk_session(self) -> str:
+        return self.setup.create_session().session_id
+
+    def status_writer(self, writer_id: int) -> Advance:
+        # its own (cold) instance, as a separate server instance would be
+        store = ss.SessionStore(self.client, self.table)
+        seen: dict[str, ss.Status] = {}  # the status this writer last saw, per session
+
+        def advance(sid: str) -> Step:
+            target = ss.Status(NEXT_STATUS[seen.get(sid, ss.Status.INITIALIZING).value])
+            before = self.landed.count()
+            try:
+                session = store.update_status(sid, target)
+            except ss.InvalidTransition as exc:  # another writer moved it past ``target``
+                seen[sid] = exc.current
+                return Step(False, exc.current is ss.Status.CLOSED, 0)
+            except ss.ConflictRetriesExhausted:
+                return Step(False, False, 1)
+            seen[sid] = session.status
+            committed = self.landed.count() > before
+            return Step(committed, session.status is ss.Status.CLOSED, 0)
+
+        return advance
+
     def version(self, session_id: str) -> int:
         return _raw_version(self.client, self.table, session_id)
 
+    def status(self, session_id: str) -> str:
+        return _raw_status(self.client, self.table, session_id)
 
-def _put_source_session(client: Any, table: str, session_id: str) -> None:
+
+def _put_source_session(client: Any, table: str, session_id: str, status: str = "active") -> None:
     """The source design's metadata item (its ``SessionMetadata`` interface)."""
     now = int(time.time())
     client.put_item(
@@ -157,7 +252,7 @@ def _put_source_session(client: Any, table: str, session_id: str) -> None:
             "pk": {"S": schema.pk(session_id)},
             "sk": {"S": schema.META_SK},
             "version": {"N": "1"},
-            "status": {"S": "active"},
+            "status": {"S": status},
             "context": {"L": []},
             "updatedAt": {"S": source_design._now_iso()},
             "ttl": {"N": str(now + 86400)},
@@ -205,8 +300,64 @@ class SourceContender(Contender):
 
         return commit
 
+    def new_walk_session(self) -> str:
+        sid = f"src-{next(self._ids):05d}"
+        _put_source_session(self.client, self.table, sid, "initializing")
+        return sid
+
+    def status_writer(self, writer_id: int) -> Advance:
+        def advance(sid: str) -> Step:
+            try:
+                wrote = source_advance_status(self.client, sid, table=self.table)
+            except ClientError as err:
+                if _is_condition_failure(err):
+                    return Step(False, False, 1)
+                raise
+            return Step(wrote is not None, wrote in (None, "closed"), 0)
+
+        return advance
+
     def version(self, session_id: str) -> int:
         return _raw_version(self.client, self.table, session_id)
+
+    def status(self, session_id: str) -> str:
+        return _raw_status(self.client, self.table, session_id)
+
+
+def source_advance_status(
+    client: Any, session_id: str, max_retries: int = SOURCE_MAX_RETRIES, *, table: str
+) -> str | None:
+    """The source design's ``updateSessionStatus`` loop, the status it writes chosen from its
+    read: read the item (consistent); ``closed``: return None, nothing written; else UpdateItem
+    ``SET status = <the next status>, updatedAt, version = version + 1`` on ``version = :v``,
+    re-read on a conflict, backoff ``50 * 2**n + U(0, 20)`` ms. Returns the status written."""
+    key = schema.meta_key(session_id)
+    for attempt in range(max_retries + 1):
+        item = client.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]
+        target = NEXT_STATUS.get(item["status"]["S"])
+        if target is None:
+            return None
+        try:
+            client.update_item(
+                TableName=table,
+                Key=key,
+                UpdateExpression="SET #status = :status, updatedAt = :now, #v = #v + :inc",
+                ConditionExpression="#v = :expected",
+                ExpressionAttributeNames={"#status": "status", "#v": "version"},
+                ExpressionAttributeValues={
+                    ":status": {"S": target},
+                    ":now": {"S": source_design._now_iso()},
+                    ":inc": {"N": "1"},
+                    ":expected": item["version"],
+                },
+            )
+            return target
+        except ClientError as err:
+            if _is_condition_failure(err) and attempt < max_retries:
+                time.sleep((50 * 2**attempt + random.random() * 20) / 1000)
+                continue
+            raise
+    raise RuntimeError("unreachable")  # pragma: no cover
 
 
 def source_update_attribute(
@@ -355,6 +506,32 @@ def pynamodb_save(
     raise RuntimeError("unreachable")  # pragma: no cover
 
 
+def pynamodb_advance_status(
+    model: Any, session_id: str, max_retries: int = SOURCE_MAX_RETRIES
+) -> str | None:
+    """Get (consistent); ``closed``: return None, nothing written; else set ``status`` to the
+    next one and ``save()`` (a PutItem on ``version = :read``, the version incremented, by its
+    ``VersionAttribute``); re-read on a conflict, same backoff. Returns the status written."""
+    from pynamodb.exceptions import PutError
+
+    for attempt in range(max_retries + 1):
+        item = model.get(schema.pk(session_id), schema.META_SK, consistent_read=True)
+        target = NEXT_STATUS.get(item.status)
+        if target is None:
+            return None
+        item.status = target
+        item.updated_at = source_design._now_iso()
+        try:
+            item.save()
+            return target
+        except PutError as err:
+            if err.cause_response_code == CONDITION_FAILED and attempt < max_retries:
+                time.sleep((50 * 2**attempt + random.random() * 20) / 1000)
+                continue
+            raise
+    raise RuntimeError("unreachable")  # pragma: no cover
+
+
 class PynamoDBContender(Contender):
     name = "pynamodb"
     label = "PynamoDB 6 (Model.get + Model.save with VersionAttribute, same loop)"
@@ -394,8 +571,30 @@ class PynamoDBContender(Contender):
 
         return commit
 
+    def new_walk_session(self) -> str:
+        sid = f"pyn-{next(self._ids):05d}"
+        _put_source_session(self._raw, self.table, sid, "initializing")
+        return sid
+
+    def status_writer(self, writer_id: int) -> Advance:
+        from pynamodb.exceptions import PutError
+
+        def advance(sid: str) -> Step:
+            try:
+                wrote = pynamodb_advance_status(self.model, sid)
+            except PutError as err:
+                if err.cause_response_code == CONDITION_FAILED:
+                    return Step(False, False, 1)
+                raise
+            return Step(wrote is not None, wrote in (None, "closed"), 0)
+
+        return advance
+
     def version(self, session_id: str) -> int:
         return _raw_version(self._raw, self.table, session_id)
+
+    def status(self, session_id: str) -> str:
+        return _raw_status(self._raw, self.table, session_id)
 
 
 def all_contenders(endpoint: str) -> list[Contender]:

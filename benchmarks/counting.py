@@ -70,3 +70,24 @@ class WireCounter:
     def condition_failures(self) -> int:
         with self._lock:
             return self.errors[CONDITION_FAILED]
+
+
+class ThreadWrites:
+    """Writes that succeeded, per calling thread: botocore fires ``after-call`` in the thread that
+    made the call, so a writer can tell whether a library call it made landed a write of its own
+    (``count()`` before and after)."""
+
+    WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem", "TransactWriteItems"})
+
+    def __init__(self, client: Any) -> None:
+        self._local = threading.local()
+        client.meta.events.register("after-call.dynamodb", self._on_after_call)
+
+    def _on_after_call(self, parsed: Any = None, **kwargs: Any) -> None:
+        operation = kwargs.get("event_name", "").rsplit(".", 1)[-1]
+        if operation in self.WRITES and not (parsed or {}).get("Error"):
+            self._local.n = self.count() + 1
+
+    def count(self) -> int:
+        n: int = getattr(self._local, "n", 0)
+        return n

@@ -54,7 +54,7 @@ FILL_BATCH = 10
 #: ... and if the fill runs late (a slow machine), this many, to stay bounded
 FILL_BATCH_LATE = 200
 REFUSED = "refused (400 KB item limit)"
-#: the targets of issue 11 ("Done when")
+#: the cost-growth targets
 APPEND_TARGET_WCU = 3
 TRANSITION_TARGET_WCU = 2
 #: the inline curve, for the table (the plot and the CSV have every append)
@@ -409,7 +409,7 @@ def cost_curves(
 
 
 def done_when(curves: Curves) -> list[tuple[str, bool]]:
-    """Issue 11's "Done when", on these figures: (what, met)."""
+    """The cost-growth targets, on these figures: (what, met)."""
     by_n = {p.messages: p for p in curves.paged}
     out: list[tuple[str, bool]] = []
     top = max(by_n) if by_n else 0

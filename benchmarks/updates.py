@@ -1,12 +1,15 @@
 """Phases 1 and 2: requests per committed write and committed writes per second.
 
-Each run: a fresh session, ``writers`` threads, each committing ``commits_per_writer`` updates
-through its contender; requests and condition failures are read from botocore events on the
-contender's own client, the elapsed time is wall time from a common start barrier until the last
-writer is done. After the run the final version must equal the initial one plus the commits --
-no lost updates, or the run is an error.
+Each run of the ``update`` and ``append`` works: a fresh session, ``writers`` threads, each
+committing ``commits_per_writer`` updates through its contender. A run of the ``status`` work
+(``run_status_once``): ``sessions`` fresh sessions in ``initializing``, made before the count
+starts, and ``writers`` threads each advancing every session in turn until it sees it
+``closed`` -- three legal moves per session, whoever makes them. Requests and condition failures
+are read from botocore events on the contender's own client, the elapsed time is wall time from
+a common start barrier until the last writer is done. After the run the final version must equal
+the initial one plus the commits -- no lost updates, or the run is an error.
 
-Contenders are interleaved: every repeat runs every contender in both scenarios, in an order
+Contenders are interleaved: every repeat runs every contender in every scenario, in an order
 rotated per repeat, so that a noisy machine slows them alike and the ratios hold.
 """
 
@@ -22,6 +25,7 @@ import sessionstore as ss
 from sessionstore.testing import source_design
 
 from .contenders import (
+    MOVES_PER_SESSION,
     Contender,
     PynamoDBContender,
     SessionStoreContender,
@@ -38,6 +42,13 @@ class Scenario:
     commits_per_writer: int
     latency_s: float = 0.0  # simulated network round trip per request
     work: str = "update"  # contenders.WORKS
+    sessions: int = 0  # the ``status`` work: sessions walked per run (3 moves each)
+
+    @property
+    def planned_commits(self) -> int:
+        if self.work == "status":
+            return self.sessions * MOVES_PER_SESSION
+        return self.writers * self.commits_per_writer
 
 
 @dataclass
@@ -78,6 +89,8 @@ class Run:
 
 
 def run_once(contender: Contender, scenario: Scenario, repeat: int, *, deadline_s: float) -> Run:
+    if scenario.work == "status":
+        return run_status_once(contender, scenario, repeat, deadline_s=deadline_s)
     sid = contender.new_session()
     start_version = contender.version(sid)
     contender.set_latency(scenario.latency_s)
@@ -133,8 +146,100 @@ def run_once(contender: Contender, scenario: Scenario, repeat: int, *, deadline_
         lost_updates=lost,
         requests_per_attempt=contender.requests_per_attempt,
         client_cpu_s=sum(cpu),
-        timed_out=committed < scenario.writers * scenario.commits_per_writer,
+        timed_out=committed < scenario.planned_commits,
     )
+
+
+def run_status_once(
+    contender: Contender, scenario: Scenario, repeat: int, *, deadline_s: float
+) -> Run:
+    """Every writer walks the same ``scenario.sessions`` fresh sessions in order, advancing each
+    (one legal move per commit) until it sees it ``closed``; they race for every move. After the
+    run every session must be ``closed`` at its start version + 3, and the writers' own commits
+    must add up to the versions' growth."""
+    sids = [contender.new_walk_session() for _ in range(scenario.sessions)]
+    start = {sid: contender.version(sid) for sid in sids}
+    contender.set_latency(scenario.latency_s)
+    writers = [contender.status_writer(i) for i in range(scenario.writers)]
+    done = [0] * scenario.writers
+    gave_up = [0] * scenario.writers
+    cpu = [0.0] * scenario.writers
+    late = [False] * scenario.writers
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(scenario.writers + 1)
+    contender.counter.reset()
+    stop_at = [0.0]
+
+    def work(i: int) -> None:
+        try:
+            barrier.wait(timeout=30)
+            t = time.thread_time()
+            calls = 0
+            for sid in sids:
+                while not late[i]:
+                    if time.monotonic() > stop_at[0]:
+                        late[i] = True
+                        break
+                    calls += 1
+                    if calls > MAX_STATUS_CALLS:
+                        raise RuntimeError(f"writer {i}: {calls} calls for {len(sids)} sessions")
+                    step = writers[i](sid)
+                    done[i] += step.committed
+                    gave_up[i] += step.gave_up
+                    if step.closed:
+                        break
+            cpu[i] = time.thread_time() - t
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=work, args=(i,), daemon=True) for i in range(scenario.writers)
+    ]
+    for t in threads:
+        t.start()
+    stop_at[0] = time.monotonic() + deadline_s
+    t0 = time.perf_counter()
+    barrier.wait(timeout=30)
+    for t in threads:
+        t.join(timeout=max(1.0, stop_at[0] - time.monotonic() + 10))
+    seconds = time.perf_counter() - t0
+    contender.set_latency(0)
+    requests, failures = contender.counter.snapshot()
+    if errors:
+        raise RuntimeError(f"{contender.name}/{scenario.name}: {errors[0]!r}") from errors[0]
+    committed = sum(done)
+    grown = {sid: contender.version(sid) - start[sid] for sid in sids}
+    timed_out = any(late)
+    if not timed_out:
+        wrong = [
+            sid
+            for sid in sids
+            if grown[sid] != MOVES_PER_SESSION or contender.status(sid) != "closed"
+        ]
+        if wrong:
+            raise RuntimeError(
+                f"{contender.name}/{scenario.name}: {len(wrong)} sessions not closed in "
+                f"{MOVES_PER_SESSION} version bumps: {wrong[:3]}"
+            )
+    return Run(
+        contender=contender.name,
+        scenario=scenario.name,
+        repeat=repeat,
+        commits=committed,
+        seconds=seconds,
+        requests=sum(requests.values()),
+        by_operation=dict(requests),
+        failed_writes=failures[CONDITION_FAILED] + failures[TRANSACTION_CANCELLED],
+        gave_up=sum(gave_up),
+        lost_updates=committed - sum(grown.values()),
+        requests_per_attempt=contender.requests_per_attempt,
+        client_cpu_s=sum(cpu),
+        timed_out=timed_out,
+    )
+
+
+#: A status writer's bound on calls in one run (never reached in practice).
+MAX_STATUS_CALLS = 5000
 
 
 @dataclass
