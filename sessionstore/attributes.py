@@ -1,5 +1,8 @@
 """Session attributes: a small map of JSON values, in an item of its own beside the metadata item.
 
+Layer: a pattern module, over ``locking`` (a change is also a write of the metadata item) and
+``reads``; the attributes item's fields and its one parser are ``item.A`` and ``item.stored``.
+
 A protocol version, client info, a title, counters: what a server wants to know about a session,
 read with the session itself (``get_session`` reads them beside it). Names match
 ``[A-Za-z][A-Za-z0-9_.-]{0,63}`` and are never the store's own fields; values are kept as their
@@ -30,18 +33,18 @@ is an earlier session's), the next attempt puts the whole map computed from the 
 returned, with ``attrBytes`` exact, on the condition that the item is still that one (its
 ``rev``): the bound only ever refuses what really does not fit. A transaction returns nothing,
 and ``update`` reads nothing back: one request per change. A caller who wants the session reads
-it (``attach`` serves the attributes from this instance's copy while it is current).
+it (``reads.attach`` serves the attributes from this instance's copy while it is current:
+after a change, while no other change followed it).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from . import codec, locking, schema, validate, write_tokens
 from .backend import Again, Backend, Plan
@@ -66,31 +69,24 @@ from .errors import (
     ItemTooLarge,
     SessionNotActive,
     SessionStoreError,
-    Unavailable,
+    TokensFull,
     VersionConflict,
 )
-from .item import M, owned
+from .item import ATTRIBUTES_MAX_BYTES as ATTRIBUTES_MAX_BYTES  # its bound, here too
+from .item import (
+    EMPTY_MAP_BYTES,
+    A,
+    M,
+    attributes_item,
+    attributes_size,
+    owned,
+    stored,
+)
 from .locking import MetadataWrite
 from .memory import Memory
 from .models import Attributes, Session, Status, StoredAttributes
+from .reads import attach
 from .wire import Cancelled, ConditionFailed
-
-
-class A(StrEnum):
-    """The attributes item's own attributes (the table above); every other is a name."""
-
-    PK = "pk"
-    SK = "sk"
-    INCARNATION = "incarnation"
-    REV = "rev"
-    BYTES = "attrBytes"
-    TTL = "ttl"
-
-
-#: The most bytes a session's attributes may take, sized as a map by DynamoDB's rules (3 + per
-#: attribute its name, its JSON text and 1): a little more than they take in their item.
-ATTRIBUTES_MAX_BYTES = 4096
-EMPTY_MAP_BYTES = 3
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}\Z")
 #: Names that would read like the store's own fields (on the item or on ``Session``), refused
@@ -100,11 +96,6 @@ RESERVED_ATTRIBUTE_NAMES = frozenset(
     ttl context contextBytes messageCount message_count context_bytes incarnation attrs attributes
     attrBytes attribute_bytes tk write_tokens rev attrsRev attributes_rev""".lower().split()
 )
-
-
-def attributes_size(attrs: Mapping[str, str]) -> int:
-    """The size of the map of names to JSON texts (names are ASCII)."""
-    return EMPTY_MAP_BYTES + sum(len(k) + len(v.encode("utf-8")) + 1 for k, v in attrs.items())
 
 
 def validate_name(name: object) -> None:
@@ -129,33 +120,6 @@ def attribute_texts(values: object, what: str) -> tuple[dict[str, str], int]:
     if EMPTY_MAP_BYTES + added > ATTRIBUTES_MAX_BYTES:
         raise ItemTooLarge(EMPTY_MAP_BYTES, added, ATTRIBUTES_MAX_BYTES, what="attributes")
     return texts, added
-
-
-def attributes_item(
-    session_id: str, incarnation: str, rev: int, attrs: Mapping[str, str], ttl: int
-) -> dict[str, Any]:
-    """The attributes item holding exactly ``attrs`` (python-typed)."""
-    return {
-        **attrs,
-        A.PK: schema.pk(session_id),
-        A.SK: schema.ATTRS_SK,
-        A.INCARNATION: incarnation,
-        A.REV: rev,
-        A.BYTES: attributes_size(attrs),
-        A.TTL: ttl,
-    }
-
-
-def stored(item: Mapping[str, Any] | None) -> StoredAttributes | None:
-    """The attributes item (python-typed) as ``StoredAttributes``; None for no item."""
-    if item is None:
-        return None
-    return StoredAttributes(
-        item[A.INCARNATION],
-        int(item[A.REV]),
-        Attributes({k: v for k, v in item.items() if k not in frozenset(A)}),
-        int(item[A.BYTES]),
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,11 +151,21 @@ class AttributesEdit:
         return None
 
 
+class Changed(NamedTuple):
+    """A landed change: the tokens it removed, and the item it put whole (None: by name, or a
+    lost response settled, where which attempt landed is unknown: ``whole`` is None, ``seen``
+    False)."""
+
+    removed: tuple[str, ...]
+    whole: dict[str, Any] | None = None
+    seen: bool = True
+
+
 @dataclass(frozen=True, slots=True)
-class AttributesWrite(Plan[tuple[str, ...]]):
+class AttributesWrite(Plan[Changed]):
     """The metadata write (``meta``, carrying an ``AttributesEdit``) and the change to the
     attributes item, in one transaction (the module docstring). ``ttl``: the session's, for an
-    item put whole. Its result: the tokens the landed attempt removed."""
+    item put whole."""
 
     meta: MetadataWrite
     ttl: int
@@ -263,12 +237,12 @@ class AttributesWrite(Plan[tuple[str, ...]]):
         key = schema.attrs_key(edit.session_id)
         return {"Update": update_item(table, key, update, condition, returns=None)}
 
-    def succeeded(self, response: dict[str, Any], now_ms: int) -> tuple[str, ...]:
-        return self.meta.removed(now_ms // 1000)
+    def succeeded(self, response: dict[str, Any], now_ms: int) -> Changed:
+        return Changed(self.meta.removed(now_ms // 1000), self.whole)
 
     def refused(
         self, failure: ConditionFailed | Cancelled, now_ms: int
-    ) -> tuple[str, ...] | Again[tuple[str, ...]]:
+    ) -> Changed | Again[Changed]:
         assert isinstance(failure, Cancelled)
         if failure.failed(0):
             old = failure.old(0)
@@ -285,7 +259,7 @@ class AttributesWrite(Plan[tuple[str, ...]]):
             if isinstance(verdict, Again):
                 assert isinstance(verdict.plan, MetadataWrite)
                 return Again(dataclasses.replace(self, meta=verdict.plan))
-            return ()
+            return Changed((), seen=False)
         if failure.failed(1):
             return Again(self.put_whole(stored(failure.old(1))))
         raise DynamoDBError("TransactionCanceledException", repr(failure.reasons))
@@ -342,51 +316,36 @@ def update(
         seen_tokens=seen.write_tokens,
         settled=memory.settled.get(session_id) or (),
     )
-    removed: tuple[str, ...] = ()
+    base = _copy(memory, seen)
+    changed = Changed((), seen=False)
     try:
-        removed = backend.drive(AttributesWrite(meta, seen.ttl), f"write to session {session_id!r}")
-    except VersionConflict as exc:  # ConflictRetriesExhausted too
+        changed = backend.drive(AttributesWrite(meta, seen.ttl), f"write to session {session_id!r}")
+    except (VersionConflict, TokensFull) as exc:  # the item as the refusal showed it
         memory.remember(exc.current)
-        with suppress(SessionStoreError):
-            exc.current = attach(backend, memory, exc.current)
+        if isinstance(exc, VersionConflict):
+            with suppress(SessionStoreError):
+                exc.current = attach(backend, memory, exc.current)
         raise
     finally:
-        memory.settle(session_id, token, removed)
+        memory.settle(session_id, token, changed.removed)
+    # This instance's copy, without reading: exact whenever the session's ``attrsRev`` turns
+    # out to be its ``rev`` -- one change since ``base``, and that change was this one.
+    if changed.whole is not None:
+        memory.keep_attributes(session_id, stored(changed.whole))
+    elif changed.seen and base is not None:
+        raw = {k: v for k, v in base.attributes.raw.items() if k not in gone} | texts
+        after = StoredAttributes(
+            base.incarnation, base.rev + 1, Attributes(raw), base.bytes + added
+        )
+        memory.keep_attributes(session_id, after)
 
 
-def attach(backend: Backend, memory: Memory, session: Session) -> Session:
-    """``session`` (the metadata item alone) with its attributes: none if it never had any,
-    this instance's copy if still current, else the attributes item read now (one GetItem; it
-    may show a change made after ``session`` was read, never an older one)."""
-    if session.attributes_rev == 0:
-        return session
-    copy = memory.attributes.get(session.session_id)
-    if copy is None or copy.incarnation != session.incarnation or copy.rev < session.attributes_rev:
-        copy = stored(backend.get(schema.attrs_key(session.session_id)))
-        if copy is None or copy.incarnation != session.incarnation:
-            return session  # gone since: TTL removed the session, or it was created again
-        memory.keep_attributes(session.session_id, copy)
-    return dataclasses.replace(session, attributes=copy.attributes, attribute_bytes=copy.bytes)
-
-
-def landed(backend: Backend, memory: Memory, session: Session, what: str) -> Session:
-    """``attach`` after a write that has landed: a failed read must not make the write look
-    unwritten, or a caller would send it again."""
-    try:
-        return attach(backend, memory, session)
-    except SessionStoreError as exc:
-        raise Unavailable(
-            f"{what} was applied; reading the session after it failed: {exc}", maybe_applied=True
-        ) from exc
-
-
-@contextmanager
-def on_conflict(backend: Backend, memory: Memory) -> Iterator[None]:
-    """A ``VersionConflict`` raised inside carries the session with its attributes, if they
-    can be had: a failed read must not hide the conflict."""
-    try:
-        yield
-    except VersionConflict as exc:  # ConflictRetriesExhausted too
-        with suppress(SessionStoreError):
-            exc.current = attach(backend, memory, exc.current)
-        raise
+def _copy(memory: Memory, seen: Session) -> StoredAttributes | None:
+    """The attributes as they were at ``seen`` (this instance's copy of that ``rev``, or none at
+    all for a session that never had any), or None if this instance does not know them."""
+    if seen.attributes_rev == 0:
+        return StoredAttributes(seen.incarnation, 0, Attributes(), EMPTY_MAP_BYTES)
+    copy = memory.attributes.get(seen.session_id)
+    if copy is None or copy.incarnation != seen.incarnation or copy.rev != seen.attributes_rev:
+        return None
+    return copy

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from boto3.dynamodb.types import TypeSerializer
@@ -42,6 +43,14 @@ def item_to_wire(item: Mapping[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- operands
 
 
+class Field(StrEnum):
+    """The attribute names of one kind of item, each named once (``item.Meta`` ...): a ``str``
+    everywhere, shown as its plain text."""
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
 @dataclass(frozen=True, slots=True)
 class Name:
     """An attribute of the item by its name: ``#name``; ``key``: an entry of that map attribute
@@ -53,7 +62,7 @@ class Name:
     free: bool = False
 
     def __str__(self) -> str:
-        return self.name if self.key is None else f"{self.name}.{self.key}"
+        return str(self.name) if self.key is None else f"{self.name}.{self.key}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,15 +264,15 @@ class Request:
             return placeholder
         if operand.free:
             return self._free(operand.name)
-        placeholder = "#" + operand.name
-        self.names[placeholder] = operand.name
+        placeholder = f"#{operand.name}"
+        self.names[placeholder] = str(operand.name)  # the plain text of a field's StrEnum
         if operand.key is None:
             return placeholder
         return f"{placeholder}.{self._free(operand.key)}"
 
     def _free(self, name: str) -> str:
         placeholder = f"#k{len(self.names)}"
-        self.names[placeholder] = name
+        self.names[placeholder] = str(name)
         return placeholder
 
     def params(self) -> dict[str, Any]:

@@ -32,13 +32,23 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any, ClassVar
 
-from . import attributes, codec, locking, reads, schema, sizing, validate
+from . import codec, locking, reads, schema, sizing, validate
 from .backend import Backend, PageScope, Plan
 from .codec import JSON, decode
-from .conditions import Clause, Condition, Name, Update, Value, absent, clause, put_item, set_
+from .conditions import (
+    Clause,
+    Condition,
+    Field,
+    Name,
+    Update,
+    Value,
+    absent,
+    clause,
+    put_item,
+    set_,
+)
 from .errors import (
     ContextFull,
     DynamoDBError,
@@ -55,7 +65,7 @@ from .wire import Cancelled, ConditionFailed, send_by
 from .write_tokens import SEQ_SPAN, key, token_seq, token_time
 
 
-class P(StrEnum):
+class P(Field):
     """A page item's attributes (they count in every page's size)."""
 
     PK = "pk"
@@ -245,7 +255,7 @@ def append(
         session_id, count, added, limits.max_messages, limits.max_bytes, stated_delay(landing)
     )
     try:
-        with attributes.on_conflict(backend, memory):
+        with reads.on_conflict(backend, memory):
             wrote = locking.write(
                 backend,
                 memory,
@@ -286,7 +296,7 @@ def append(
         # caller reads on from where *this* append ended, or it would skip their messages.
         version = session.version if expected_version is None else expected_version + 1
         session = dataclasses.replace(session, message_count=end, version=version)
-    return attributes.landed(backend, memory, session, f"write to session {session_id!r}")
+    return reads.landed(backend, memory, session, f"write to session {session_id!r}")
 
 
 def read(

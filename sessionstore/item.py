@@ -33,19 +33,18 @@ attribute         holds
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import StrEnum
 from typing import Any
 
 from . import schema, sizing
 from .clock import parse_timestamp
-from .conditions import Condition, Name, Update, Value, clause, item_to_wire, set_
+from .conditions import Condition, Field, Name, Update, Value, clause, item_to_wire, set_
 from .errors import DynamoDBError, SessionExpired, SessionNotFound
 from .ids import MAX_ID_LENGTH, MAX_TOKEN_LENGTH
-from .models import Attributes, Session, Status
+from .models import Attributes, Session, Status, StoredAttributes
 from .write_tokens import KEY_LENGTH, SEQ_SPAN, TOKEN_CAP, key
 
 
-class Meta(StrEnum):
+class Meta(Field):
     """The metadata item's attributes (the table above)."""
 
     PK = "pk"
@@ -77,7 +76,7 @@ def session_from_item(
     item: Mapping[str, Any], attributes: Attributes | None = None, attribute_bytes: int = 0
 ) -> Session:
     """The metadata item (python-typed, as ``wire.to_python`` gives it) as a ``Session``, with
-    the attributes read beside it (``attributes.attach``: none unless given);
+    the attributes read beside it (``reads.attach``: none unless given);
     ``DynamoDBError`` for an item this store did not write (a field missing)."""
     missing = _FIELDS.difference(item)
     if missing:
@@ -203,6 +202,61 @@ def live(session_id: str, item: Mapping[str, Any] | None, owner: str | None, now
     if session.expires_at <= now_s:  # past the cap, or idle past its timeout: the same refusal
         raise SessionExpired(session_id, session.expires_at)
     return session
+
+
+# ---------------------------------------------------------------------------- the attributes item
+#
+# Beside the metadata item (``schema.ATTRS_SK``): the session's attributes, one attribute each
+# (the reserved names keep them apart from these fields), changed by ``attributes``.
+
+
+class A(Field):
+    """The attributes item's own fields (``attributes``' table); every other is a name."""
+
+    PK = "pk"
+    SK = "sk"
+    INCARNATION = "incarnation"
+    REV = "rev"
+    BYTES = "attrBytes"
+    TTL = "ttl"
+
+
+#: The most bytes a session's attributes may take, sized as a map by DynamoDB's rules (3 + per
+#: attribute its name, its JSON text and 1): a little more than they take in their item.
+ATTRIBUTES_MAX_BYTES = 4096
+EMPTY_MAP_BYTES = 3
+
+
+def attributes_size(attrs: Mapping[str, str]) -> int:
+    """The size of the map of names to JSON texts (names are ASCII)."""
+    return EMPTY_MAP_BYTES + sum(len(k) + len(v.encode("utf-8")) + 1 for k, v in attrs.items())
+
+
+def attributes_item(
+    session_id: str, incarnation: str, rev: int, attrs: Mapping[str, str], ttl: int
+) -> dict[str, Any]:
+    """The attributes item holding exactly ``attrs`` (python-typed)."""
+    return {
+        **attrs,
+        A.PK: schema.pk(session_id),
+        A.SK: schema.ATTRS_SK,
+        A.INCARNATION: incarnation,
+        A.REV: rev,
+        A.BYTES: attributes_size(attrs),
+        A.TTL: ttl,
+    }
+
+
+def stored(item: Mapping[str, Any] | None) -> StoredAttributes | None:
+    """The attributes item (python-typed) as ``StoredAttributes``; None for no item."""
+    if item is None:
+        return None
+    return StoredAttributes(
+        item[A.INCARNATION],
+        int(item[A.REV]),
+        Attributes({k: v for k, v in item.items() if k not in frozenset(A)}),
+        int(item[A.BYTES]),
+    )
 
 
 #: The widest numbers the item can hold: DynamoDB sizes a number by its significant digits, so

@@ -16,8 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from . import attributes, locking, schema, write_tokens
-from .attributes import attributes_item, stored
+from . import locking, reads, schema, write_tokens
 from .backend import Backend, Plan
 from .clock import format_timestamp
 from .conditions import (
@@ -34,7 +33,17 @@ from .conditions import (
     update_item,
 )
 from .errors import DynamoDBError, InvalidInput, InvalidTransition, SessionAlreadyExists
-from .item import M, alive, idle_ahead, idle_moved, live, new_item, session_from_item
+from .item import (
+    M,
+    alive,
+    attributes_item,
+    idle_ahead,
+    idle_moved,
+    live,
+    new_item,
+    session_from_item,
+    stored,
+)
 from .memory import Memory
 from .models import Session, Status
 from .wire import Cancelled, ConditionFailed, to_python
@@ -106,7 +115,7 @@ def transition(
     """Move to ``to`` if the table allows it: one UpdateItem, last writer wins."""
     edit = StatusEdit(session_id, _status(to, "to"))
     session = locking.write(backend, memory, session_id, owner, edit).session
-    return attributes.landed(backend, memory, session, f"write to session {session_id!r}")
+    return reads.landed(backend, memory, session, f"write to session {session_id!r}")
 
 
 def update_status(
@@ -121,10 +130,10 @@ def update_status(
         seen = locking.read(backend, memory, session_id, owner)
         done = edit.judge(seen)
         if done is not None:
-            return attributes.attach(backend, memory, done)
-    with attributes.on_conflict(backend, memory):
+            return reads.attach(backend, memory, done)
+    with reads.on_conflict(backend, memory):
         wrote = locking.write(backend, memory, session_id, owner, edit, version=seen.version)
-    return attributes.landed(backend, memory, wrote.session, f"write to session {session_id!r}")
+    return reads.landed(backend, memory, wrote.session, f"write to session {session_id!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +215,7 @@ def create(
     if extra is None:
         return session
     memory.keep_attributes(session_id, stored(extra))
-    return attributes.attach(backend, memory, session)
+    return reads.attach(backend, memory, session)
 
 
 # ---------------------------------------------------------------------------- idle expiry
@@ -245,4 +254,4 @@ def touch(backend: Backend, memory: Memory, session_id: str, owner: str | None) 
     """Keep a session alive for a reader that writes nothing: one UpdateItem."""
     what = f"touch of session {session_id!r}"
     session = memory.remember(backend.drive(Touch(backend.table, session_id, owner), what))
-    return attributes.landed(backend, memory, session, what)
+    return reads.landed(backend, memory, session, what)

@@ -1,20 +1,23 @@
 """Reading a session: the metadata item checked live and the caller's, with its attributes.
 
-Layer: over ``locking`` (the metadata item's read) and ``attributes`` (their item); under the
-reads of the context and the tool calls, which start from ``head``. Every read is strongly
+Layer: over ``locking`` (the metadata item's read); under the patterns that return a session
+after writing it (``lifecycle``, ``context``, ``attributes``: ``landed``) and the reads of the
+context, which start from ``head``. Every read is strongly
 consistent: a session is read to be written, and a hint is never the truth.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from typing import Any
 
-from . import attributes, locking, schema
+from . import locking, schema
 from .backend import Backend, PageScope
-from .errors import SessionNotFound
-from .item import live
+from .errors import SessionNotFound, SessionStoreError, Unavailable, VersionConflict
+from .item import live, stored
 from .memory import Memory
 from .models import Session
 
@@ -22,7 +25,7 @@ from .models import Session
 def get(backend: Backend, memory: Memory, session_id: str, owner: str | None) -> Session:
     """One GetItem of the metadata item, and one of the attributes item unless the session
     never had attributes or this instance holds their current copy."""
-    return attributes.attach(backend, memory, locking.read(backend, memory, session_id, owner))
+    return attach(backend, memory, locking.read(backend, memory, session_id, owner))
 
 
 def head(
@@ -43,7 +46,45 @@ def head(
     session = memory.remember(live(session_id, first, owner, backend.now_ms() // 1000))
     following = next(items, None)
     if following is not None and following["sk"] == schema.ATTRS_SK:
-        memory.keep_attributes(session_id, attributes.stored(following))
+        memory.keep_attributes(session_id, stored(following))
     elif following is not None:
         items = itertools.chain((following,), items)
-    return attributes.attach(backend, memory, session), first, items
+    return attach(backend, memory, session), first, items
+
+
+def attach(backend: Backend, memory: Memory, session: Session) -> Session:
+    """``session`` (the metadata item alone) with its attributes: none if it never had any,
+    this instance's copy if still current, else the attributes item read now (one GetItem; it
+    may show a change made after ``session`` was read, never an older one)."""
+    if session.attributes_rev == 0:
+        return session
+    copy = memory.attributes.get(session.session_id)
+    if copy is None or copy.incarnation != session.incarnation or copy.rev < session.attributes_rev:
+        copy = stored(backend.get(schema.attrs_key(session.session_id)))
+        if copy is None or copy.incarnation != session.incarnation:
+            return session  # gone since: TTL removed the session, or it was created again
+        memory.keep_attributes(session.session_id, copy)
+    return dataclasses.replace(session, attributes=copy.attributes, attribute_bytes=copy.bytes)
+
+
+def landed(backend: Backend, memory: Memory, session: Session, what: str) -> Session:
+    """``attach`` after a write that has landed: a failed read must not make the write look
+    unwritten, or a caller would send it again."""
+    try:
+        return attach(backend, memory, session)
+    except SessionStoreError as exc:
+        raise Unavailable(
+            f"{what} was applied; reading the session after it failed: {exc}", maybe_applied=True
+        ) from exc
+
+
+@contextmanager
+def on_conflict(backend: Backend, memory: Memory) -> Iterator[None]:
+    """A ``VersionConflict`` raised inside carries the session with its attributes, if they
+    can be had: a failed read must not hide the conflict."""
+    try:
+        yield
+    except VersionConflict as exc:  # ConflictRetriesExhausted too
+        with suppress(SessionStoreError):
+            exc.current = attach(backend, memory, exc.current)
+        raise

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import Enum, StrEnum
+from enum import Enum
 from typing import Any, ClassVar
 
 from . import codec, locking, schema, sizing, validate
@@ -35,6 +35,7 @@ from .clock import format_timestamp
 from .codec import JSON
 from .conditions import (
     Condition,
+    Field,
     Name,
     Value,
     absent,
@@ -53,7 +54,7 @@ from .models import Session, Status, ToolCallRecord
 from .wire import Cancelled, ConditionFailed
 
 
-class CallItem(StrEnum):
+class CallItem(Field):
     """A call item's attributes: what every call has, then a recorded call's, then a claim's
     (``claims``)."""
 

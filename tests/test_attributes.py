@@ -73,9 +73,9 @@ def test_expected_version_conflict_in_one_request(
         store.update_attributes(
             active.session_id, {"a": 2}, owner="alice", expected_version=active.version
         )
-    # The refusal, and one GetItem for the attributes the conflict carries: this instance wrote
-    # them without reading them back, so it holds no current copy.
-    assert requests.counts() == {"TransactWriteItems": 1, "GetItem": 1}
+    # One request: the attributes the conflict carries are this instance's copy, kept current
+    # by its own change without reading it back.
+    assert requests.count == 1
     assert caught.value.current.attributes == {"a": 1}
     store.update_attributes(
         active.session_id, {"a": 3}, owner="alice", expected_version=active.version + 1
@@ -307,3 +307,21 @@ def test_an_attribute_change_outrun_by_rivals_ends_typed(
         client.meta.events.unregister("before-send.dynamodb.TransactWriteItems", rival_first)
     assert not caught.value.maybe_applied
     assert owner.get_session(sid).attributes["doc"] == "x" * 3000
+
+
+def test_a_change_keeps_this_instances_copy_current_until_another_change_follows(
+    client: Any, table: str, clock: ss.ManualClock, store: ss.SessionStore, requests: RequestLog
+) -> None:
+    """Nothing is read back after a change, yet the next session this instance returns carries
+    the attributes without a read -- unless another change landed after it (then ``attrsRev``
+    is past the copy's ``rev``, and they are read once)."""
+    sid = store.create_session(owner="alice", attributes={"a": 1}).session_id
+    store.update_attributes(sid, {"b": 2}, owner="alice")
+    requests.reset()
+    assert store.activate(sid, owner="alice").attributes == {"a": 1, "b": 2}
+    assert requests.counts() == {"UpdateItem": 1}
+    store.update_attributes(sid, {"c": 3}, remove=["a"], owner="alice")
+    ss.SessionStore(client, table, clock=clock).update_attributes(sid, {"d": 4}, owner="alice")
+    requests.reset()
+    assert store.touch(sid, owner="alice").attributes == {"b": 2, "c": 3, "d": 4}
+    assert requests.counts() == {"UpdateItem": 1, "GetItem": 1}

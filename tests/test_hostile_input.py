@@ -37,14 +37,9 @@ from hypothesis import strategies as st
 
 import sessionstore as ss
 from sessionstore import codec
-from sessionstore.attributes import (
-    ATTRIBUTES_MAX_BYTES,
-    RESERVED_ATTRIBUTE_NAMES,
-    attributes_size,
-    stored,
-)
+from sessionstore.attributes import ATTRIBUTES_MAX_BYTES, RESERVED_ATTRIBUTE_NAMES
 from sessionstore.codec import decode
-from sessionstore.item import session_from_item
+from sessionstore.item import attributes_size, session_from_item, stored
 from sessionstore.local import LocalDynamoDB
 from sessionstore.retry import RetryPolicy
 from sessionstore.testing import RequestLog

@@ -28,7 +28,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import codec
-from ..attributes import ATTRIBUTES_MAX_BYTES, attribute_texts
+from ..attributes import attribute_texts
 from ..codec import JSON
 from ..errors import (
     InvalidInput,
@@ -40,6 +40,7 @@ from ..errors import (
     Unavailable,
 )
 from ..ids import validate_id
+from ..item import ATTRIBUTES_MAX_BYTES
 from ..models import Session, Status
 from .protocol import SESSION_SCOPE_KEY
 
