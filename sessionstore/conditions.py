@@ -271,6 +271,9 @@ class Request:
         return f"{placeholder}.{self._free(operand.key)}"
 
     def _free(self, name: str) -> str:
+        for placeholder, known in self.names.items():  # one placeholder per name
+            if known == name and placeholder.startswith("#k"):
+                return placeholder
         placeholder = f"#k{len(self.names)}"
         self.names[placeholder] = str(name)
         return placeholder
@@ -282,6 +285,21 @@ class Request:
         if self.values:
             out["ExpressionAttributeValues"] = dict(self.values)
         return out
+
+
+def readable(request: Mapping[str, Any], field: str) -> str:
+    """An expression of a request as DynamoDB reads it: each placeholder replaced by the name
+    or the value it stands for (``#tk.#k3`` by ``tk.t-0007``, ``:v0`` by ``1767268800``)."""
+    names = request.get("ExpressionAttributeNames") or {}
+    values = request.get("ExpressionAttributeValues") or {}
+
+    def value(placeholder: str) -> str:
+        if placeholder in names:
+            return str(names[placeholder])
+        ((kind, raw),) = values[placeholder].items()
+        return str(raw) if kind == "N" else repr(raw)
+
+    return _PLACEHOLDER.sub(lambda m: value(m.group(0)), str(request.get(field, "")))
 
 
 def update_item(

@@ -23,7 +23,7 @@ also a counter ``sessionstore.<count>``, beside ``sessionstore.operations``, all
 
 Outcomes. A refusal that *is* the operation's answer -- a ``SessionStoreError`` other than the
 failures below (``SessionNotFound``, ``VersionConflict`` for a stale ``expected_version``,
-``ContextFull`` ...), or one given to ``count_as_answer`` -- sets ``.outcome`` to the class in
+``ContextFull`` ...) -- sets ``.outcome`` to the class in
 snake case (``session_not_found``) and leaves the span's status unset: the store did its job,
 and a dashboard of errors should not light up because a client asked for an expired session.
 The store failing to do its job -- ``Unavailable``, ``ConflictRetriesExhausted``,
@@ -110,7 +110,6 @@ _READS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItem
 _THROTTLE_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded"})
 #: Store errors that mean the store could not do its job (status ERROR); the others answer.
 _FAILURES = (Unavailable, ConflictRetriesExhausted, TableNotFound, DynamoDBError)
-_answers: tuple[type[BaseException], ...] = (SessionStoreError,)
 _PARAMS_KEY = "sessionstore.telemetry.params"
 
 
@@ -336,18 +335,12 @@ def traced(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     return decorate
 
 
-def count_as_answer(*errors: type[BaseException]) -> None:
-    """Exceptions (beyond the store's own) that answer an operation rather than fail it."""
-    global _answers
-    _answers = (*_answers, *errors)
-
-
 def _outcome(exc: BaseException | None) -> tuple[str, str | None]:
     """``(outcome, error.type)``: what the operation answered; its class if it failed."""
     if exc is None:
         return "ok", None
     error = type(exc).__qualname__
-    if not isinstance(exc, _answers + _FAILURES):
+    if not isinstance(exc, (SessionStoreError, *_FAILURES)):
         return "error", error
     return _snake_case(type(exc).__name__), error if isinstance(exc, _FAILURES) else None
 
