@@ -34,7 +34,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from . import codec, locking, reads, schema, sizing, validate
+from . import locking, reads, schema, sizing, validate
 from .backend import Backend, PageScope, Plan
 from .codec import JSON, decode
 from .conditions import (
@@ -52,7 +52,6 @@ from .conditions import (
 from .errors import (
     ContextFull,
     DynamoDBError,
-    InvalidInput,
     ItemTooLarge,
     SessionNotActive,
     Unavailable,
@@ -195,15 +194,11 @@ class WritePage(Plan[None]):
                 "stored by this attempt",
                 maybe_applied=False,
             )
+        incarnation = self.item[P.INCARNATION]["S"]
         free = (
             absent(P.PK)
             | clause("ttl_passed", "{} <= {}", Name(P.TTL), Value(now_ms // 1000))
-            | clause(
-                "other_incarnation",
-                "{} <> {}",
-                Name(P.INCARNATION),
-                Value(self.item[P.INCARNATION]["S"]),
-            )
+            | clause("other_incarnation", "{} <> {}", Name(P.INCARNATION), Value(incarnation))
         )
         return put_item(self.table, self.item, free)
 
@@ -241,7 +236,7 @@ def append(
     owner: str | None,
 ) -> Session:
     """Reserve the seqs (one UpdateItem), then put the page (one PutItem)."""
-    encoded = message_texts(messages)
+    encoded = validate.messages(messages)
     validate.expected_version(expected_version)
     added, count = sum(map(sizing.text_size, encoded)), len(encoded)
     if count > limits.max_messages or added > limits.max_bytes:
@@ -381,15 +376,6 @@ def recent_reservations(item: dict[str, Any], now_s: int) -> list[int]:
         for value in item[M.TOKENS].values()
         if (v := int(value)) >= SEQ_SPAN and token_time(v) > horizon
     ]
-
-
-def message_texts(messages: object) -> list[str]:
-    """Each message's exact JSON text, validated."""
-    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-        raise InvalidInput("messages must be a list of JSON values")
-    if not messages:
-        raise InvalidInput("messages must not be empty")
-    return [codec.encode(m, f"messages[{i}]") for i, m in enumerate(messages)]
 
 
 #: A page holding no message, with the widest seq, ttl and incarnation, for an empty session

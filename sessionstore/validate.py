@@ -7,8 +7,10 @@ its owner" are checked by every operation; written once, they read the same ever
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TypeGuard
 
+from . import codec
 from .errors import InvalidInput
 from .ids import validate_id
 
@@ -53,3 +55,12 @@ def expected_version(value: object) -> None:
 def after(value: object) -> None:
     if value is not None and not (is_int(value) and value >= 0):
         raise InvalidInput("after must be None or a seq (an int >= 0)")
+
+
+def messages(value: object) -> list[str]:
+    """Each message's exact JSON text."""
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise InvalidInput("messages must be a list of JSON values")
+    if not value:
+        raise InvalidInput("messages must not be empty")
+    return [codec.encode(m, f"messages[{i}]") for i, m in enumerate(value)]

@@ -30,8 +30,8 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from .conditions import check_limits
 from .errors import DynamoDBError, ItemTooLarge, TableNotFound, Unavailable
+from .limits import check_limits
 
 _DESER = TypeDeserializer()
 
@@ -208,7 +208,7 @@ def send(
 ) -> Any:
     """Send one request; translate every failure into our errors.
 
-    A request over one of DynamoDB's documented limits (``conditions.check_limits``) is refused
+    A request over one of DynamoDB's documented limits (``limits.check_limits``) is refused
     unsent: ``RequestOverLimit`` (an ``InvalidInput``), ``ItemOverLimit`` for a whole item.
     """
     check_limits(operation, request)

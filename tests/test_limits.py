@@ -22,9 +22,9 @@ from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 
 import sessionstore as ss
-from sessionstore import conditions, sizing
-from sessionstore.conditions import check_limits
+from sessionstore import limits, sizing
 from sessionstore.errors import ItemOverLimit, RequestOverLimit
+from sessionstore.limits import check_limits
 from sessionstore.testing import RequestLog
 from sessionstore.wire import is_item_size_message, send
 
@@ -92,7 +92,7 @@ def test_update_attributes_whose_expression_passes_4_kb_is_refused_unsent(
     assert log.count == 0
     error = caught.value
     assert isinstance(error, RequestOverLimit) and not isinstance(error, ss.ItemTooLarge)
-    assert error.size > conditions.MAX_EXPRESSION_BYTES == error.maximum
+    assert error.size > limits.MAX_EXPRESSION_BYTES == error.maximum
     message = str(error)
     assert "\n" not in message
     assert "UpdateExpression" in message and "4,096" in message and f"{error.size:,}" in message
@@ -130,8 +130,8 @@ def test_update_attributes_with_many_names_under_4_kb_is_stored(
 def test_an_expression_over_4_kb_is_refused_unsent(
     client: Any, table: str, sent: RequestLog, operation: str, field: str, extra: dict[str, Any]
 ) -> None:
-    over = "#a = :v AND " + " " * (conditions.MAX_EXPRESSION_BYTES - 18) + "#a = :v"
-    assert len(over) == conditions.MAX_EXPRESSION_BYTES + 1
+    over = "#a = :v AND " + " " * (limits.MAX_EXPRESSION_BYTES - 18) + "#a = :v"
+    assert len(over) == limits.MAX_EXPRESSION_BYTES + 1
     with pytest.raises(RequestOverLimit) as caught:
         _send(client, table, operation, **extra, **{field: over})
     assert sent.count == 0
@@ -143,7 +143,7 @@ def test_an_expression_over_4_kb_is_refused_unsent(
 
 
 def test_expression_length_is_counted_in_utf_8_bytes() -> None:
-    at = "é" * (conditions.MAX_EXPRESSION_BYTES // 2)  # 2,048 characters, 4,096 bytes
+    at = "é" * (limits.MAX_EXPRESSION_BYTES // 2)  # 2,048 characters, 4,096 bytes
     check_limits("get_item", {"ProjectionExpression": at})
     with pytest.raises(RequestOverLimit, match="4,098 bytes"):
         check_limits("get_item", {"ProjectionExpression": at + "é"})
@@ -173,7 +173,7 @@ def test_update_expression_operators_are_limited_to_300(
         "operators or functions"
     )
     taken = _plus(300)
-    assert len(taken["UpdateExpression"]) < conditions.MAX_EXPRESSION_BYTES
+    assert len(taken["UpdateExpression"]) < limits.MAX_EXPRESSION_BYTES
     _send(client, table, "update_item", **taken)  # taken, by the engine too
     item = client.get_item(TableName=table, Key=_key("plus"), ConsistentRead=True)["Item"]
     assert {k: v for k, v in item.items() if k.startswith("n")} == {
@@ -186,7 +186,7 @@ def test_operators_count_arithmetic_and_functions_not_the_actions() -> None:
     functions += ", " + ", ".join(f"#n{i} = if_not_exists(#n{i}, :z)" for i in range(25))
     sums = "#t = :a" + " + :a" * 200 + " - :b" * 50
     expression = f"SET {functions}, {sums}"  # 300, in under 4 KB
-    assert len(expression) < conditions.MAX_EXPRESSION_BYTES
+    assert len(expression) < limits.MAX_EXPRESSION_BYTES
     check_limits("update_item", {"UpdateExpression": expression})
     with pytest.raises(RequestOverLimit, match="301 operators"):
         check_limits("update_item", {"UpdateExpression": expression + ", #x = list_append(#x, :l)"})
