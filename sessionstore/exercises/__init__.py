@@ -1,0 +1,43 @@
+"""Exercises of the core notebooks (01-05), each with a checker that runs the learner's answer
+against the engine the notebook uses and says what is wrong.
+
+Layer: beside the tutorial set-up (``sessionstore.tutorial``), over the public package; nothing
+of the store depends on it. Why here and not in the notebooks: a checker is code, tested like
+code -- CI runs every checker on its exercise's unsolved ``stub`` (it must fail) and on its
+``solution`` (it must pass), and checks that the notebook shows exactly that stub and solution.
+
+One module per notebook, named like it (``optimistic_locking`` for 02). Each exercise is an
+``Exercise``: its stub, its solution, and its checker. A notebook cell shows the stub's source for
+the learner to edit, then ``EXERCISE.check(answer, ...)`` prints ``Correct: ...`` or ``Not yet:
+...``; the solution cell (hidden by default) does the same with the solution.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+class NotYet(Exception):
+    """What a checker raises when the answer is wrong: the message says what and why."""
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """``check(answer, *context)`` raises ``NotYet`` or returns what the answer got right."""
+
+    name: str
+    stub: Callable[..., Any]
+    solution: Callable[..., Any]
+    checker: Callable[..., str]
+
+    def check(self, answer: Callable[..., Any], *context: Any) -> bool:
+        """Run the checker on ``answer`` and print its verdict; True if correct."""
+        try:
+            verdict = self.checker(answer, *context)
+        except NotYet as exc:
+            print(f"Not yet: {exc}")
+            return False
+        print(f"Correct: {verdict}")
+        return True
