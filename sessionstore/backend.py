@@ -5,10 +5,9 @@ Layer: under the pattern modules, over ``wire``. Why: a pattern module is straig
 validate, build a plan, ``backend.drive`` it, remember, return -- and everything about *sending*
 lives here, once.
 
-A write is a *plan* (``Plan``): pure request building (``request``) and pure interpretation of
-what came back (``succeeded`` / ``refused``), with no sending, no sleeping and no state: a
-refusal that calls for another attempt returns ``Again(next plan)``. ``drive`` owns attempts,
-backoff, settling lost responses and the ending, so every write ends the same way:
+A write is a *plan* (``Plan``): it builds a request and interprets what came back, without
+sending, sleeping or state; a refusal that calls for another attempt returns ``Again(next
+plan)``. ``drive`` owns attempts, backoff, settling lost responses and the ending:
 
 * the plan's result, when an attempt succeeded or a refusal proved the work already done;
 * a typed error raised by the plan's interpreter (not found, expired, conflict ...);
@@ -119,23 +118,10 @@ class Backend:
         """The partition's items with ``low <= sk <= high`` in key order, python-typed, one
         strongly consistent Query page at a time (lazily). ``each_page``: a scope each page's
         request is sent in (a page read after the operation returned is measured on its own)."""
-        r = Request()
-        between = clause(
-            "partition_range",
-            "{} = {} AND {} BETWEEN {} AND {}",
-            Name("pk"),
-            Value(pk),
-            Name("sk"),
-            Value(low),
-            Value(high),
-        )
-        key = between.render(r)
-        request: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": key,
-            "ConsistentRead": True,
-            **r.params(),
-        }
+        r, keys = Request(), (Name("pk"), Value(pk), Name("sk"), Value(low), Value(high))
+        between = clause("range", "{} = {} AND {} BETWEEN {} AND {}", *keys).render(r)
+        request = {"TableName": self.table, "KeyConditionExpression": between, **r.params()}
+        request["ConsistentRead"] = True
         while True:
             with each_page() if each_page is not None else nullcontext():
                 response = self.send("query", request)

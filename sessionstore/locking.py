@@ -11,11 +11,10 @@ version the refusal's ALL_OLD carries (one request per retry, never a re-read). 
 attribute changes and transitions go last writer wins: they are right on top of whatever version
 is current, so concurrent writers never refuse each other.
 
-``MetadataWrite`` adds to the edit's own clauses (``Edit``) what every write has: the session is
-alive and the caller's (``item.alive``), the version, the request token (``write_tokens``) and
-the idle deadline moved on (``item.idle_moved``). Its refusal interpreter reads the ALL_OLD item
-once, in order: our token (our lost attempt landed), not live, the edit's verdict (already done,
-or not allowed), a clock behind the deadline's, a stale version, a full token map.
+``MetadataWrite`` adds to the edit's clauses (``Edit``) what every write has: alive and the
+caller's (``item.alive``), the version, the request token, the idle deadline moved on. Its
+refusal interpreter reads ALL_OLD once: our token, not live, the edit's verdict, a lagging
+clock, a stale version, a full token map.
 """
 
 from __future__ import annotations
@@ -50,7 +49,7 @@ def version_is(version: int | None) -> Condition:
 
 
 def version_up() -> Update:
-    """Every write to the metadata item: the version goes up by exactly one."""
+    """In every write to the metadata item."""
     return set_("version_up", "{} = {} + {}", Name(M.VERSION), Name(M.VERSION), Value(1))
 
 
@@ -73,8 +72,7 @@ class Edit(Protocol):
 
 
 class Wrote(NamedTuple):
-    """A landed write to the metadata item: the item it left, and the tokens it removed
-    (none when a refusal proved an earlier attempt landed: which one is unknown)."""
+    """A landed write: the item it left, the tokens it removed (none if a refusal showed it)."""
 
     session: Session
     removed: tuple[str, ...]
@@ -82,12 +80,8 @@ class Wrote(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class MetadataWrite(Plan[Wrote]):
-    """One write to the metadata item.
-
-    ``version``: pinned to it, or None (last writer wins). ``expected``: the version is the
-    caller's, so a stale one raises ``VersionConflict`` instead of being retried.
-    ``seen_tokens`` / ``settled``: what ``write_tokens.removable`` may remove.
-    """
+    """One write to the metadata item. ``version``: pinned to it, or None (last writer wins);
+    ``expected``: the caller's version, so a stale one raises instead of being retried."""
 
     table: str
     session_id: str
@@ -96,7 +90,7 @@ class MetadataWrite(Plan[Wrote]):
     edit: Edit
     version: int | None = None
     expected: bool = False
-    seen_tokens: Mapping[str, int] | None = None
+    seen_tokens: Mapping[str, int] | None = None  # with ``settled``: what ``removed`` may name
     settled: tuple[str, ...] = ()
     extend: bool = True  # move the idle deadline on (not when our clock lags the item's)
     current: Session | None = None  # the item as the last refusal showed it
