@@ -38,9 +38,8 @@ R = TypeVar("R")
 #: What ``Backend.query`` sends each page's request in.
 PageScope = Callable[[], AbstractContextManager[Any]]
 
-#: When botocore's own retries give up on a write whose outcome is unknown, re-send it (same
-#: token) at most this many times to settle the outcome. A plain fault fails fast: botocore has
-#: already retried it, and stacking our retries on its retries multiplies the load.
+#: Re-sends (same token) of a write whose outcome botocore's retries left unknown. A plain fault
+#: fails fast: botocore has retried it already, and retries on retries multiply the load.
 SETTLE_RESENDS = 2
 
 
