@@ -18,6 +18,7 @@ from __future__ import annotations
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -88,6 +89,32 @@ class Run:
         return self.failed_writes * self.requests_per_attempt + extra
 
 
+def _race(
+    contender: Contender,
+    scenario: Scenario,
+    work: Callable[[int], None],
+    barrier: threading.Barrier,
+    stop_at: list[float],
+    deadline_s: float,
+) -> tuple[float, Any, Any]:
+    """Run ``work(i)`` on one thread per writer, released together, bounded by ``deadline_s``:
+    the seconds it took and the contender's counts."""
+    threads = [
+        threading.Thread(target=work, args=(i,), daemon=True) for i in range(scenario.writers)
+    ]
+    for t in threads:
+        t.start()
+    stop_at[0] = time.monotonic() + deadline_s
+    t0 = time.perf_counter()
+    barrier.wait(timeout=30)
+    for t in threads:
+        t.join(timeout=max(1.0, stop_at[0] - time.monotonic() + 10))
+    seconds = time.perf_counter() - t0
+    contender.set_latency(0)
+    requests, failures = contender.counter.snapshot()
+    return seconds, requests, failures
+
+
 def run_once(contender: Contender, scenario: Scenario, repeat: int, *, deadline_s: float) -> Run:
     if scenario.work == "status":
         return run_status_once(contender, scenario, repeat, deadline_s=deadline_s)
@@ -116,19 +143,7 @@ def run_once(contender: Contender, scenario: Scenario, repeat: int, *, deadline_
         except BaseException as exc:  # surfaced below
             errors.append(exc)
 
-    threads = [
-        threading.Thread(target=work, args=(i,), daemon=True) for i in range(scenario.writers)
-    ]
-    for t in threads:
-        t.start()
-    stop_at[0] = time.monotonic() + deadline_s
-    t0 = time.perf_counter()
-    barrier.wait(timeout=30)
-    for t in threads:
-        t.join(timeout=max(1.0, stop_at[0] - time.monotonic() + 10))
-    seconds = time.perf_counter() - t0
-    contender.set_latency(0)
-    requests, failures = contender.counter.snapshot()
+    seconds, requests, failures = _race(contender, scenario, work, barrier, stop_at, deadline_s)
     if errors:
         raise RuntimeError(f"{contender.name}/{scenario.name}: {errors[0]!r}") from errors[0]
     committed = sum(done)
@@ -192,19 +207,7 @@ def run_status_once(
         except BaseException as exc:  # surfaced below
             errors.append(exc)
 
-    threads = [
-        threading.Thread(target=work, args=(i,), daemon=True) for i in range(scenario.writers)
-    ]
-    for t in threads:
-        t.start()
-    stop_at[0] = time.monotonic() + deadline_s
-    t0 = time.perf_counter()
-    barrier.wait(timeout=30)
-    for t in threads:
-        t.join(timeout=max(1.0, stop_at[0] - time.monotonic() + 10))
-    seconds = time.perf_counter() - t0
-    contender.set_latency(0)
-    requests, failures = contender.counter.snapshot()
+    seconds, requests, failures = _race(contender, scenario, work, barrier, stop_at, deadline_s)
     if errors:
         raise RuntimeError(f"{contender.name}/{scenario.name}: {errors[0]!r}") from errors[0]
     committed = sum(done)
