@@ -1,9 +1,10 @@
-"""What the write path tells whoever watches it: conflicts retried, and writes ended.
+"""What the write path tells whoever watches it: conflicts retried, answers lost, writes ended.
 
 Layer: the bottom, beside ``errors``; it imports nothing of the store. Why: telemetry is an
-observer of the writes, not a floor under them. The driver (``backend``) reports here; an
-observer (``telemetry``) listens for the operation it measures, through a context variable, so
-threads and asyncio tasks each see their own. With no listener every call is a no-op.
+observer of the writes, not a floor under them. The driver (``backend``) and the wire (``wire``)
+report here; an observer (``telemetry``) listens for the operation it measures, through a
+context variable, so threads and asyncio tasks each see their own. With no listener every call
+is a no-op.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ class Listener(Protocol):
 
     def conflict(self) -> None:
         """An attempt was refused by a concurrent writer and is retried."""
+
+    def answers_lost(self, count: int) -> None:
+        """A write's request ended with ``count`` HTTP attempts that may have landed
+        (``wire.may_have_landed``) and whose answer never reached us."""
 
 
 _LISTENER: ContextVar[Listener | None] = ContextVar("sessionstore_listener", default=None)
@@ -53,3 +58,9 @@ def conflict() -> None:
     listener = _LISTENER.get()
     if listener is not None:
         listener.conflict()
+
+
+def answers_lost(count: int) -> None:
+    listener = _LISTENER.get()
+    if listener is not None:
+        listener.answers_lost(count)

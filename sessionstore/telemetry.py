@@ -32,20 +32,16 @@ The store failing to do its job -- ``Unavailable``, ``ConflictRetriesExhausted``
 messages are never recorded: some carry items as DynamoDB returned them (a cancellation's
 reasons), which may be another principal's.
 
-Units are computed per HTTP attempt from what was sent and what came back, by DynamoDB's rules
-(``sizing``); a ``ConditionCheck`` is billed as a write. A refused conditional write (or a
-transaction cancelled by a condition) is billed; a write whose answer was lost is billed as if
-it landed; throttled, contended and never-sent attempts are not, nor is a lost read.
-Approximations: an item DynamoDB does not return is sized from the request alone -- an
-``UpdateItem`` that succeeded is billed on the item after it (``ALL_NEW``: the metadata item
-changes by a few bytes per write, so only a KB boundary crossed by a shrinking write is
-missed), and a ``ConditionCheck`` (or a transactional update) that passed is billed as a 1 KB
-item (the metadata item takes at most ``METADATA_OVERHEAD``, 4,311 B; the attributes, in an
-item of their own, at most about 4 KiB); a lost ``UpdateItem`` (nothing came back) counts 1
-unit. Only the operations the store sends are sized.
+The counts and how units are computed: ``metering``.
 
-Cost when nothing is configured: each operation makes one check (are providers set?) -- about
-0.25 us -- and nothing else: the request hooks are installed on a client by the first operation
+Layer: the top, an observer. The facade (``store``, ``claims``) decorates its operations with
+``traced``; nothing in the write path (``backend``, ``wire``, ``observe``) imports it. Why: a
+span is a view of the work, not part of it -- the driver and the wire report through
+``observe``, and a process without OpenTelemetry runs the same writes.
+
+Cost when nothing is configured: each operation makes one check (are providers set?) through the
+API's public getters -- a few microseconds, the environment lookups they make while no provider
+is set -- and nothing else: the request hooks are installed on a client by the first operation
 measured on it, so they never run in a process with telemetry off.
 """
 
@@ -56,13 +52,10 @@ import inspect
 import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from contextvars import ContextVar
 from importlib import metadata as _metadata
-from types import SimpleNamespace, TracebackType
+from types import TracebackType
 from typing import Any, ParamSpec, TypeVar
-from weakref import WeakSet
 
-from . import observe, sizing
 from .errors import (
     ConflictRetriesExhausted,
     DynamoDBError,
@@ -70,14 +63,21 @@ from .errors import (
     TableNotFound,
     Unavailable,
 )
-from .wire import NEVER_SENT, THROTTLES
+from .metering import COUNTS, UNITS, Tally, current, install_hooks, instrumented, measuring
 
 try:
     from opentelemetry import context as _otel_context
     from opentelemetry import metrics as _metrics
     from opentelemetry import trace as _trace
     from opentelemetry.metrics import Counter, MeterProvider
-    from opentelemetry.trace import Span, SpanKind, StatusCode, Tracer, TracerProvider
+    from opentelemetry.trace import (
+        ProxyTracerProvider,
+        Span,
+        SpanKind,
+        StatusCode,
+        Tracer,
+        TracerProvider,
+    )
 
     _OTEL = True
 except ImportError:  # pragma: no cover - the core install has no opentelemetry-api
@@ -93,65 +93,8 @@ try:
 except _metadata.PackageNotFoundError:  # pragma: no cover - a source tree not installed
     VERSION = "0+unknown"
 PREFIX = "sessionstore."
-#: The counts of one operation (``Tally``) and their units; each is a span attribute and a
-#: counter ``sessionstore.<name>``.
-_UNITS = {
-    "requests": "{request}",
-    "attempts": "{attempt}",
-    "conflicts": "{conflict}",
-    "lost_responses": "{response}",
-    "lost_responses_settled": "{response}",
-    "throttles": "{throttle}",
-    "write_units": "{WCU}",
-    "read_units": "{RCU}",
-}
-COUNTS = tuple(_UNITS)
-_READS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"})
-_THROTTLE_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded"})
 #: Store errors that mean the store could not do its job (status ERROR); the others answer.
 _FAILURES = (Unavailable, ConflictRetriesExhausted, TableNotFound, DynamoDBError)
-_PARAMS_KEY = "sessionstore.telemetry.params"
-
-
-class Tally:
-    """What one operation sent and what it cost; the request hooks and the driver add to it."""
-
-    __slots__ = (*COUNTS, "operations", "table")
-
-    def __init__(self) -> None:
-        self.requests = 0  # API requests sent (``PutItem`` ...)
-        self.attempts = 0  # HTTP attempts, botocore's own retries included
-        self.conflicts = 0  # attempts refused by a concurrent writer and retried
-        self.lost_responses = 0  # write attempts whose answer was lost (timeout, 5xx)
-        # Of those, the ones whose write ended known: applied once, or provably not
-        # (``Unavailable(maybe_applied=True)`` settles none).
-        self.lost_responses_settled = 0
-        # Throttled attempts (and throttled cancellations), those botocore retried included.
-        self.throttles = 0
-        self.write_units = 0
-        self.read_units = 0.0
-        self.operations: list[str] = []  # the API names of the requests, in order
-        self.table: str | None = None
-
-    # An ``observe.Listener``: the driver reports the writes and conflicts it sees.
-    def write_began(self) -> int:
-        return self.lost_responses
-
-    def write_ended(self, mark: int, settled: bool) -> None:
-        """A write ended; with a known outcome, the responses it lost are settled."""
-        if settled:
-            self.lost_responses_settled += self.lost_responses - mark
-
-    def conflict(self) -> None:
-        self.conflicts += 1
-
-
-_TALLY: ContextVar[Tally | None] = ContextVar("sessionstore_telemetry", default=None)
-
-
-def current() -> Tally | None:
-    """The tally of the operation running in this context (None: telemetry off, or outside)."""
-    return _TALLY.get()
 
 
 # ---------------------------------------------------------------------------- providers
@@ -173,26 +116,20 @@ class _Signals:
                 unit=unit,
                 description=f"sessionstore: {name.replace('_', ' ')} of store operations",
             )
-            for name, unit in {"operations": "{operation}", **_UNITS}.items()
+            for name, unit in {"operations": "{operation}", **UNITS}.items()
         }
 
 
-# The API keeps each global provider in a module global, set once. The public
-# ``get_tracer_provider()`` costs an environment lookup (~1 us) exactly when nothing is
-# configured, so the check reads those globals. Where they are not where expected, they count
-# as set: every operation goes through the API's proxies (no-ops when nothing is configured,
-# only slower).
-_UNKNOWN = SimpleNamespace(_TRACER_PROVIDER=True, _METER_PROVIDER=True)
-_trace_globals: Any = _UNKNOWN
-_metrics_globals: Any = _UNKNOWN
+# While no global provider is set, the API's getters return a proxy provider (and a provider,
+# once set, is never replaced). The tracer's proxy class is public; the meter's is not
+# (``_ProxyMeterProvider``), so it is looked up by the API's own spelling, and where it is not
+# found a global meter provider counts as set: every operation then goes through the API's
+# proxies (no-ops when nothing is configured, only slower).
+_unset_meters: type = type(None)
 _signals: _Signals | None = None
 if _OTEL:
     _signals = _Signals()
-    if hasattr(_trace, "_TRACER_PROVIDER"):
-        _trace_globals = _trace
-    _metrics_internal = getattr(_metrics, "_internal", None)
-    if hasattr(_metrics_internal, "_METER_PROVIDER"):
-        _metrics_globals = _metrics_internal
+    _unset_meters = getattr(getattr(_metrics, "_internal", None), "_ProxyMeterProvider", type(None))
 
 
 def configure(
@@ -213,8 +150,8 @@ def enabled() -> bool:
     signals = _signals
     return signals is not None and (
         signals.pinned
-        or _trace_globals._TRACER_PROVIDER is not None
-        or _metrics_globals._METER_PROVIDER is not None
+        or not isinstance(_trace.get_tracer_provider(), ProxyTracerProvider)
+        or not isinstance(_metrics.get_meter_provider(), _unset_meters)
     )
 
 
@@ -227,13 +164,13 @@ _NOOP: AbstractContextManager[None] = nullcontext()
 class _Operation:
     """One operation's span and tally, current in this context while it runs."""
 
-    __slots__ = ("_context_token", "_listening", "_name", "_tally_token", "span", "tally")
+    __slots__ = ("_context_token", "_measuring", "_name", "span", "tally")
 
     def __init__(
         self, name: str, session_id: str | None, tool_call_id: str | None, client: Any
     ) -> None:
         assert _signals is not None
-        if client is not None and client not in _INSTRUMENTED:
+        if client is not None and not instrumented(client):
             install_hooks(client)
         attributes: dict[str, Any] = {"db.system.name": SYSTEM, "db.operation.name": name}
         if session_id is not None:
@@ -248,9 +185,8 @@ class _Operation:
 
     def __enter__(self) -> _Operation:
         self._context_token = _otel_context.attach(_trace.set_span_in_context(self.span))
-        self._tally_token = _TALLY.set(self.tally)
-        self._listening = observe.listening(self.tally)
-        self._listening.__enter__()
+        self._measuring = measuring(self.tally)
+        self._measuring.__enter__()
         return self
 
     def __exit__(
@@ -259,8 +195,7 @@ class _Operation:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._listening.__exit__(None, None, None)
-        _TALLY.reset(self._tally_token)
+        self._measuring.__exit__(None, None, None)
         _otel_context.detach(self._context_token)
         tally = self.tally
         span = self.span
@@ -295,7 +230,7 @@ def operation(
     """``with operation("read_page", session_id, client=client):`` -- a span and a tally for
     the requests ``client`` sends inside; nothing (a shared no-op) when telemetry is off or
     another operation is already current."""
-    if _TALLY.get() is not None or not enabled():
+    if current() is not None or not enabled():
         return _NOOP
     return _Operation(name, session_id, tool_call_id, client)
 
@@ -317,7 +252,7 @@ def traced(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
 
         @functools.wraps(fn)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-            if _TALLY.get() is not None or not enabled():
+            if current() is not None or not enabled():
                 return fn(*args, **kwargs)
             session_id = argument("session_id", args, kwargs)
             tool_call_id = argument("tool_call_id", args, kwargs)
@@ -348,119 +283,3 @@ def _outcome(exc: BaseException | None) -> tuple[str, str | None]:
 @functools.cache
 def _snake_case(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-
-
-# ---------------------------------------------------------------------------- request hooks
-
-
-_INSTRUMENTED: WeakSet[Any] = WeakSet()
-
-
-def install_hooks(client: Any) -> None:
-    """Count requests and attempts and size them, on ``client`` (idempotent). Once installed,
-    they read one context variable and return outside a measured operation."""
-    events = getattr(getattr(client, "meta", None), "events", None)
-    if events is None:  # not a botocore client (a test double): nothing to hook
-        return
-    # ``before-parameter-build`` rather than ``provide-client-params``: botocore already has
-    # handlers on it, so one more costs only its call (~0.5 us less per request when off).
-    events.register(
-        "before-parameter-build.dynamodb", _on_request, unique_id="sessionstore.telemetry-request"
-    )
-    events.register("needs-retry.dynamodb", _on_attempt, unique_id="sessionstore.telemetry-attempt")
-    _INSTRUMENTED.add(client)
-
-
-def _on_request(params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
-    """``before-parameter-build``: once per API call, before botocore's own retries."""
-    tally = _TALLY.get()
-    if tally is None:
-        return
-    tally.requests += 1
-    tally.operations.append(model.name)
-    context[_PARAMS_KEY] = params
-    if tally.table is None:
-        tally.table = _table(params)
-
-
-def _on_attempt(
-    response: Any = None,
-    operation: Any = None,
-    caught_exception: Exception | None = None,
-    request_dict: dict[str, Any] | None = None,
-    **_: Any,
-) -> None:
-    """``needs-retry``: once per HTTP attempt, whether botocore retries it or not. Never
-    answers (returns None): botocore's retry decision is its own."""
-    tally = _TALLY.get()
-    if tally is None:
-        return
-    tally.attempts += 1
-    name: str = getattr(operation, "name", "")
-    write = name not in _READS
-    params: dict[str, Any] = ((request_dict or {}).get("context") or {}).get(_PARAMS_KEY) or {}
-    http, parsed = response if response is not None else (None, None)
-    status = getattr(http, "status_code", 0)
-    parsed = parsed if isinstance(parsed, dict) else {}
-    if caught_exception is not None or status >= 500:
-        # A write that may have reached DynamoDB: lost. A read lost is only retried.
-        if write and not isinstance(caught_exception, NEVER_SENT):
-            tally.lost_responses += 1
-            tally.write_units += _write_units(name, params, {}, None)
-        return
-    code = parsed.get("Error", {}).get("Code") if status >= 400 else None
-    if code is None and not write:
-        tally.read_units += _read_units(name, params, parsed)
-    elif code is None or code == "ConditionalCheckFailedException":  # a refusal is billed too
-        tally.write_units += _write_units(name, params, parsed, None)
-    elif code in THROTTLES:
-        tally.throttles += 1
-    elif code == "TransactionCanceledException":
-        reasons = parsed.get("CancellationReasons") or []
-        codes = {r.get("Code") for r in reasons}
-        if codes & _THROTTLE_REASONS:
-            tally.throttles += 1
-        elif "ConditionalCheckFailed" in codes and "TransactionConflict" not in codes:
-            tally.write_units += _write_units(name, params, {}, reasons)
-
-
-def _table(params: dict[str, Any]) -> str | None:
-    table = params.get("TableName")
-    if table is None and params.get("TransactItems"):
-        (action,) = params["TransactItems"][0].values()
-        table = action.get("TableName")
-    return table if isinstance(table, str) else None
-
-
-def _size(item: Any) -> int:
-    return sizing.item_size(item) if item else 0
-
-
-def _write_units(
-    name: str, params: dict[str, Any], parsed: dict[str, Any], reasons: list[dict[str, Any]] | None
-) -> int:
-    """Write units of one attempt; ``parsed``: what came back (``{}`` if nothing did);
-    ``reasons``: a cancelled transaction's, one per action (with ALL_OLD items)."""
-    if name == "TransactWriteItems":
-        units = 0
-        for index, action in enumerate(params.get("TransactItems", ())):
-            ((kind, body),) = action.items()
-            old = reasons[index].get("Item") if reasons and index < len(reasons) else None
-            # Only a Put's item is known from the request.
-            size = max(_size(body.get("Item")) if kind == "Put" else 0, _size(old))
-            units += sizing.write_units(size, transactional=True)
-        return units
-    if name in ("PutItem", "UpdateItem", "DeleteItem"):
-        old = parsed.get("Item") or parsed.get("Attributes")  # ALL_OLD refused / ALL_NEW
-        return sizing.write_units(max(_size(params.get("Item")), _size(old)))
-    return 0
-
-
-def _read_units(name: str, params: dict[str, Any], parsed: dict[str, Any]) -> float:
-    consistent = bool(params.get("ConsistentRead"))
-    if name == "GetItem":
-        return sizing.read_units(_size(parsed.get("Item")), consistent=consistent)
-    if name == "Query":
-        items = parsed.get("Items") or ()
-        return sizing.query_read_units(map(_size, items), consistent=consistent)
-    return 0.0

@@ -7,8 +7,15 @@ traffic, provably not applied; botocore does not retry it, so the driver backs o
 ``Unavailable`` (a fault that outlived botocore's retries, saying whether a write may have landed).
 
 botocore reports only its last attempt, so a ``needs-retry`` hook marks every attempt that may
-have landed. The mark lives in botocore's per-request ``context`` (tagged in ``before-call`` from
-a context variable), not in a thread-local, so it is right for threads and asyncio tasks alike.
+have landed (``may_have_landed``: the one rule, which telemetry counts by too). The mark lives in
+botocore's per-request ``context`` (tagged in ``before-call`` from a context variable), not in a
+thread-local, so it is right for threads and asyncio tasks alike. A write's attempts that may have
+landed and whose answer never reached us are reported to ``observe`` (``answers_lost``) when the
+send ends.
+
+Layer: the bottom of the write path, under ``backend``; it imports ``observe`` and nothing that
+observes. Why: what a DynamoDB answer means is decided here once, for the driver and for whoever
+listens (telemetry imports these definitions rather than keeping its own).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
+from botocore import xform_name
 from botocore.exceptions import (
     ClientError,
     ConnectTimeoutError,
@@ -30,6 +38,7 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
+from . import observe
 from .errors import DynamoDBError, ItemTooLarge, TableNotFound, Unavailable
 from .limits import check_limits
 
@@ -40,11 +49,13 @@ THROTTLES = frozenset(
     {"ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded"}
 )
 SERVER_ERRORS = frozenset({"InternalServerError", "ServiceUnavailable", "InternalFailure"})
+#: Cancellation reasons that mean a transaction was throttled: nothing was written.
+THROTTLE_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded"})
 #: Cancellation reasons that mean "other traffic got in the way": nothing was written.
-_CONTENTION_REASONS = frozenset(
-    {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
-)
-_READS = frozenset({"get_item", "query"})
+_CONTENTION_REASONS = THROTTLE_REASONS | {"TransactionConflict"}
+#: The operations that read (API names): one that may have landed changed nothing.
+READS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"})
+_READ_METHODS = frozenset(map(xform_name, READS))  # as ``send`` is given them: ``get_item`` ...
 
 
 class NotSent(Exception):
@@ -67,13 +78,33 @@ def is_item_size_message(message: object) -> bool:
     return isinstance(message, str) and _ITEM_SIZE.search(message) is not None
 
 
+def may_have_landed(caught_exception: Exception | None, response: Any) -> bool:
+    """May this HTTP attempt have been applied? (botocore's ``needs-retry`` arguments.)
+
+    Yes unless it provably never reached DynamoDB (no connection was made) or DynamoDB answered
+    with an error of its own (a 4xx: refused, nothing written). So a read timeout, a dropped
+    connection, an SSL error while reading the answer, a 5xx, and a 2xx -- one that botocore
+    retries anyway (its CRC32 check failed) as much as one that answers the request -- all count.
+    """
+    if caught_exception is not None:
+        return not isinstance(caught_exception, NEVER_SENT)
+    status = response[0].status_code if response and response[0] is not None else 0
+    return not 400 <= status < 500
+
+
 @dataclass(slots=True)
 class _Attempt:
-    """One logical send: did any of botocore's attempts maybe land without our hearing back?
+    """One logical send: how many of botocore's attempts may have landed (``may_have_landed``).
     ``past``: whether the send-by time of this send has passed (None: it has none)."""
 
-    ambiguous: bool = False
+    landed: int = 0
     past: Callable[[], bool] | None = None
+
+    @property
+    def ambiguous(self) -> bool:
+        """Asked of a send that failed (its last answer, if any, was an error): may one of its
+        attempts have landed without our hearing back?"""
+        return self.landed > 0
 
 
 _CURRENT: ContextVar[_Attempt | None] = ContextVar("sessionstore_attempt", default=None)
@@ -112,23 +143,10 @@ def watch_attempt(
     request_dict: dict[str, Any] | None = None,
     **_: Any,
 ) -> None:
-    """``needs-retry`` hook: mark an attempt that may have been applied without our learning so.
-
-    Every attempt counts as possibly applied unless it provably never reached DynamoDB (no
-    connection was made) or DynamoDB answered with an error of its own (a 4xx: refused, nothing
-    written). So a read timeout, a dropped connection, an SSL error while reading the answer, a
-    5xx, and a 2xx that botocore retries anyway (its CRC32 check failed) all count.
-    """
+    """``needs-retry`` hook: count an attempt that may have been applied (``may_have_landed``)."""
     attempt = ((request_dict or {}).get("context") or {}).get(_CONTEXT_KEY)
-    if attempt is None:
-        return
-    if caught_exception is not None:
-        if not isinstance(caught_exception, NEVER_SENT):
-            attempt.ambiguous = True
-        return
-    status = response[0].status_code if response and response[0] is not None else 0
-    if not 400 <= status < 500:
-        attempt.ambiguous = True
+    if attempt is not None and may_have_landed(caught_exception, response):
+        attempt.landed += 1
 
 
 def install_hooks(client: Any) -> None:
@@ -210,12 +228,18 @@ def send(
 
     A request over one of DynamoDB's documented limits (``limits.check_limits``) is refused
     unsent: ``RequestOverLimit`` (an ``InvalidInput``), ``ItemOverLimit`` for a whole item.
+
+    A write's attempts that may have landed, less the one that answered it (a success is a 2xx
+    heard), lost their answers: ``observe.answers_lost`` is told how many when the send ends.
     """
     check_limits(operation, request)
     attempt = _Attempt(past=_SEND_BY.get())
     reset = _CURRENT.set(attempt)
+    heard = 0
     try:
-        return getattr(client, operation)(**request)
+        answer = getattr(client, operation)(**request)
+        heard = 1
+        return answer
     except ClientError as exc:
         response: dict[str, Any] = dict(exc.response)
         code = response.get("Error", {}).get("Code", "")
@@ -239,7 +263,7 @@ def send(
         if code in THROTTLES or code in SERVER_ERRORS:
             raise Unavailable(
                 f"DynamoDB {code} after retries: {message}",
-                maybe_applied=operation not in _READS and attempt.ambiguous,
+                maybe_applied=operation not in _READ_METHODS and attempt.ambiguous,
             ) from exc
         if code == "ResourceNotFoundException":
             raise TableNotFound(f"table {table_name!r} not found: {message}") from exc
@@ -258,7 +282,9 @@ def send(
     except (BotoConnectionError, HTTPClientError) as exc:
         raise Unavailable(
             f"DynamoDB unreachable after retries: {exc}",
-            maybe_applied=operation not in _READS and attempt.ambiguous,
+            maybe_applied=operation not in _READ_METHODS and attempt.ambiguous,
         ) from exc
     finally:
         _CURRENT.reset(reset)
+        if attempt.landed > heard and operation not in _READ_METHODS:
+            observe.answers_lost(attempt.landed - heard)

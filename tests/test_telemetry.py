@@ -7,12 +7,16 @@ test): nothing is set globally, so no other test sees a provider.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import mcp.shared._otel
 import pytest
+from botocore.awsrequest import AWSResponse
+from botocore.config import Config
+from botocore.httpsession import URLLib3Session
 from mcp import Client
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoint
@@ -22,7 +26,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 import sessionstore as ss
-from sessionstore import schema, sizing, telemetry
+from sessionstore import metering, schema, sizing, telemetry, wire
 from sessionstore.aio import AsyncSessionStore
 from sessionstore.local import LocalDynamoDB
 from sessionstore.mcp import RunningServer, SessionCalls, create_app, create_server, open_session
@@ -236,6 +240,69 @@ def test_lost_responses_that_never_settle_are_an_error(
     assert otel.totals()["sessionstore.operations"] == 1
 
 
+class _Body:
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def stream(self, *_args: Any, **_kwargs: Any) -> Iterable[bytes]:
+        yield self._body
+
+
+def _corrupt_first_answer(client: Any) -> None:
+    """The first attempt reaches the engine and is applied; its 2xx answer comes back with a
+    CRC32 header that does not match the body, so botocore (legacy retry mode) retries it."""
+    http = URLLib3Session()
+    done: list[int] = []
+
+    def on_send(request: Any, **_: Any) -> AWSResponse | None:
+        if done:
+            return None
+        real = http.send(request)
+        body = real.content
+        headers = {k: v for k, v in real.headers.items() if k.lower() != "x-amz-crc32"}
+        headers["x-amz-crc32"] = str(zlib.crc32(body) ^ 1)
+        done.append(real.status_code)
+        return AWSResponse(request.url, real.status_code, headers, _Body(body))
+
+    client.meta.events.register("before-send.dynamodb", on_send)
+
+
+@pytest.mark.parametrize("answer", ["2xx retried", "5xx"])
+def test_an_attempt_the_wire_says_may_have_landed_is_a_lost_response(
+    otel: Otel, engine: LocalDynamoDB, table: str, clock: ss.ManualClock, answer: str
+) -> None:
+    # One rule (``wire.may_have_landed``): a 2xx whose CRC32 check failed was applied and its
+    # answer not taken, so it is as lost as a 5xx's -- the span counted only the 5xx before.
+    if answer == "2xx retried":
+        legacy = Config(retries={"mode": "legacy", "total_max_attempts": 3})
+        client = ss.connect(engine.endpoint_url, config=legacy)
+        _corrupt_first_answer(client)
+        faults = None
+    else:
+        client = ss.connect(engine.endpoint_url)
+        faults = FaultInjector(client, script=[Fault.SERVER_ERROR]).attach()
+    marks: list[bool] = []
+
+    def mark(caught_exception: Exception | None = None, response: Any = None, **_: Any) -> None:
+        marks.append(wire.may_have_landed(caught_exception, response))
+
+    client.meta.events.register("needs-retry.dynamodb", mark)
+    store = ss.SessionStore(client, table, clock=clock, retry=RetryPolicy(sleep=lambda _s: None))
+    store.create_session("retried")
+    if faults is not None:
+        assert faults.injected[Fault.SERVER_ERROR] == 1
+    (span,) = otel.ours()
+    a = attrs(span)
+    # The first attempt may have landed; the second answered the request: the 4xx refusal of
+    # the put retried (the first had landed), or after the 5xx the put's own 2xx -- which may
+    # have landed too, but was heard, so it is no lost response.
+    assert marks == [True, True] if answer == "5xx" else [True, False]
+    assert (a["requests"], a["attempts"]) == (1, 2)
+    assert (a["lost_responses"], a["lost_responses_settled"]) == (1, 1)
+    assert a["outcome"] == "ok" and span.status.status_code is StatusCode.UNSET
+    assert otel.totals()["sessionstore.lost_responses"] == 1
+
+
 def test_conflicts_and_throttles_are_counted(
     otel: Otel, store: ss.SessionStore, client: Any, table: str, clock: ss.ManualClock
 ) -> None:
@@ -375,4 +442,4 @@ def test_without_a_provider_operations_work_and_nothing_is_recorded(
 
     assert asyncio.run(main()).attributes["title"] == "t"
     assert telemetry.current() is None
-    assert client not in telemetry._INSTRUMENTED  # no request hook ever ran
+    assert not metering.instrumented(client)  # no request hook ever ran
