@@ -32,12 +32,13 @@ class Exercise:
     solution: Callable[..., Any]
     checker: Callable[..., str]
 
-    def check(self, answer: Callable[..., Any], *context: Any) -> bool:
-        """Run the checker on ``answer`` and print its verdict; True if correct."""
+    def check(self, answer: Callable[..., Any], *context: Any) -> None:
+        """Run the checker on ``answer`` and print its verdict (what a notebook cell shows)."""
+        print(self.verdict(answer, *context))
+
+    def verdict(self, answer: Callable[..., Any], *context: Any) -> str:
+        """``Correct: ...`` or ``Not yet: ...``."""
         try:
-            verdict = self.checker(answer, *context)
+            return f"Correct: {self.checker(answer, *context)}"
         except NotYet as exc:
-            print(f"Not yet: {exc}")
-            return False
-        print(f"Correct: {verdict}")
-        return True
+            return f"Not yet: {exc}"
