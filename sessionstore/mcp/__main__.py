@@ -1,10 +1,10 @@
-"""``python -m sessionstore.mcp [--port 8765] [--conformance]``: the demo MCP server on 127.0.0.1.
+"""python -m sessionstore.mcp [--port 8765] [--conformance]: the demo MCP server on 127.0.0.1.
 
-Streamable HTTP at ``http://127.0.0.1:<port>/mcp``, stateless, sessions in the table. The
-table is created if missing, on the endpoint ``sessionstore.connect()`` picks: the embedded
-engine unless ``SESSIONSTORE_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_DYNAMODB`` say otherwise.
-Several instances on one table need the same ``SESSIONSTORE_MCP_STATE_KEYS``.
-``--conformance`` adds the MCP conformance suite's fixtures (``make conformance``).
+Streamable HTTP at http://127.0.0.1:<port>/mcp, stateless, sessions in the table. The table is
+created if missing, on the endpoint sessionstore.connect() picks: the embedded engine unless
+SESSIONSTORE_ENDPOINT_URL or AWS_ENDPOINT_URL_DYNAMODB say otherwise. Several instances on one
+table need the same SESSIONSTORE_MCP_STATE_KEYS. --conformance adds the MCP conformance suite's
+fixtures (make conformance).
 """
 
 from __future__ import annotations
@@ -31,7 +31,11 @@ _STARTUP_ERRORS = (SessionStoreError, ClientError, BotoCoreError, ValueError, Im
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sessionstore.mcp", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m sessionstore.mcp",
+        description=__doc__,  # plain text, shown as written
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--port", type=int, default=8765, help="TCP port (default 8765)")
     parser.add_argument("--host", default="127.0.0.1", help="loopback address only")
     parser.add_argument("--table", default="mcp-sessions", help="DynamoDB table name")
