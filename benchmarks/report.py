@@ -1,4 +1,4 @@
-"""The table (Markdown, printed and saved), JSON, CSV, the plot and the README block."""
+"""The table (Markdown, printed and saved), JSON, CSV, the plot and the benchmarks page's block."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from .suite import SuiteTiming
 from .updates import StatusWalk, Summary
 
 RESULTS = Path(__file__).resolve().parent / "results"
-README = Path(__file__).resolve().parent.parent / "README.md"
+#: Where a run writes what it measured: the book's page (the README links to it).
+BENCH_PAGE = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 
 NAMES = {
     "sessionstore": "sessionstore",
@@ -365,7 +366,7 @@ def updates_markdown(
     add(
         "Tool call: measured per MCP `tools/call` by `python -m benchmarks.mcp`, which "
         "`make bench` runs after this table and which writes its figures (requests, write "
-        "units, latency against a bare server) into the README's MCP section; under load by "
+        "units, latency against a bare server) further down this page; under load by "
         "`python -m benchmarks.mcp_load`."
         + (
             " The library's CPU per `record_tool_call` is in the overhead table below."
@@ -807,22 +808,23 @@ def plot_growth(ax: Any, curves: Curves) -> None:
     ax.legend(fontsize=8)
 
 
-def update_readme(table: str, readme: Path = README) -> bool:
-    """Replace the block between the markers, if the README has both (in order)."""
-    return update_block("bench", table, readme)
+def update_readme(table: str, page: Path = BENCH_PAGE) -> bool:
+    """Replace the ``bench`` block of the benchmarks page, if it has both markers (in order)."""
+    return update_block("bench", table, page)
 
 
-def update_block(name: str, text: str, readme: Path = README) -> bool:
-    """Replace the README's block ``<!-- name -->`` .. ``<!-- /name -->`` with ``text``: the
-    figures a benchmark measured, written by the run itself instead of typed."""
-    if not readme.exists():
+def update_block(name: str, text: str, page: Path = BENCH_PAGE) -> bool:
+    """Replace the block ``<!-- name -->`` .. ``<!-- /name -->`` of ``page`` (docs/benchmarks.md)
+    with ``text``: the figures a benchmark measured, written by the run itself instead of
+    typed. False, and nothing written, if the page lacks the markers."""
+    if not page.exists():
         return False
     begin, end = f"<!-- {name} -->", f"<!-- /{name} -->"
-    old = readme.read_text()
+    old = page.read_text()
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
     if not pattern.search(old):
         return False
     new = pattern.sub(lambda _m: f"{begin}\n{text.rstrip()}\n{end}", old, count=1)
     if new != old:
-        readme.write_text(new)
+        page.write_text(new)
     return True

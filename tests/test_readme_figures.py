@@ -1,6 +1,7 @@
-"""The README's figures that come from the code are checked against it, not typed and left.
+"""The figures of the README and the book's pages that come from the code are checked against
+it, not typed and left.
 
-Every ```NAME` (1,234 ...)`` or ```NAME` = 1,234`` in README.md, where ``NAME`` (or
+Every ```NAME` (1,234 ...)`` or ```NAME` = 1,234`` in README.md or docs/*.md, where ``NAME`` (or
 ``module.NAME``) is a constant of the package, must equal that constant; and the figures derived
 from them are recomputed here.
 """
@@ -17,7 +18,10 @@ import sessionstore
 from sessionstore import sizing
 from sessionstore.item import METADATA_OVERHEAD
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+TEXT = "\n".join(page.read_text() for page in PAGES)
+FLAT = " ".join(TEXT.split())  # a sentence as one line, however the page wraps it
 FIGURE = re.compile(r"`(?:(\w+)\.)?([A-Z][A-Z0-9_]+)` (?:\(|= )([\d,]+)")
 
 
@@ -32,19 +36,19 @@ def _constants() -> dict[str, int]:
     return found
 
 
-def test_every_named_constant_in_the_readme_is_the_codes() -> None:
+def test_every_named_constant_in_the_readme_and_docs_is_the_codes() -> None:
     constants = _constants()
-    figures = FIGURE.findall(README)
-    assert len(figures) >= 4, figures  # the pattern still finds what the README says
+    figures = FIGURE.findall(TEXT)
+    assert len(figures) >= 4, figures  # the pattern still finds what the pages say
     for module, name, figure in figures:
         key = f"{module}.{name}" if module else name
-        assert key in constants, f"README names {key}, which the package does not have"
-        assert int(figure.replace(",", "")) == constants[key], f"README: {key} = {figure}"
+        assert key in constants, f"a page names {key}, which the package does not have"
+        assert int(figure.replace(",", "")) == constants[key], f"{key} = {figure}"
 
 
 def test_derived_figures() -> None:
     widest_wcu = math.ceil(METADATA_OVERHEAD / sizing.WRITE_UNIT_BYTES)
     assert f"at most {widest_wcu} at its widest, `METADATA_OVERHEAD` = {METADATA_OVERHEAD:,} B" in (
-        README
+        FLAT
     )
-    assert f"refuses one past {sizing.MAX_ITEM_BYTES:,} B" in README
+    assert f"refuses one past {sizing.MAX_ITEM_BYTES:,} B" in FLAT
