@@ -39,7 +39,7 @@ NB_PYTHON_FOUND = $(shell $(FIND_PYTHON); test -x $(NB_VENV)/bin/python || find_
 TEST_WORKERS ?= $(if $(SESSIONSTORE_TEST_ENDPOINT_URL),0,2)
 XDIST := -n $(TEST_WORKERS) --dist loadfile
 
-.PHONY: lab test test-pythons notebooks soak bench lint lock clean
+.PHONY: lab test test-pythons notebooks soak bench lint lock clean docs
 
 define install_into
 	$(1)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
@@ -158,12 +158,33 @@ lint: $(STAMP)
 	$(PY) -m ruff format --check sessionstore tests benchmarks
 	$(PY) -m mypy
 
+# The book: docs/ and the notebooks as committed, outputs included, built to docs/_build/html
+# without executing a cell (Sphinx + myst-nb, nb_execution_mode "off"), then checked by
+# scripts/check_docs.py (every notebook has its page, every local link and image resolves,
+# nothing is loaded from the network). Not part of `make test`. Installs the docs extra itself.
+DOCS_STAMP := $(VENV)/.docs-installed
+DOCS_OUT := docs/_build/html
+
+$(DOCS_STAMP): pyproject.toml requirements.lock
+	@test -x $(PY) || { echo "make: creating $(VENV) with $(PYTHON) ($$($(PYTHON) -V 2>&1))"; $(PYTHON) -m venv $(VENV); }
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile -c requirements.lock -e ".[docs]"
+	@touch $@
+
+# A fresh build each time (under a minute on 2 cores): warnings are errors, and a cached page would
+# not repeat its warnings.
+docs: $(DOCS_STAMP)
+	rm -rf docs/_build
+	$(PY) -m sphinx -b html -c docs -W --keep-going -q -j 2 -d docs/_build/doctrees . $(DOCS_OUT)
+	$(PY) scripts/check_docs.py $(DOCS_OUT)
+	@echo "make docs: open $(DOCS_OUT)/index.html"
+
 # Refresh the pins after changing pyproject.toml (then commit requirements.lock). They are made
 # on the oldest supported Python; `make test-pythons` checks that they install on the newer ones.
 LOCK_PYTHON ?= python3.11
 lock:
 	rm -rf .lock-venv && $(LOCK_PYTHON) -m venv .lock-venv
-	.lock-venv/bin/pip install --quiet -e ".[dev]"
+	.lock-venv/bin/pip install --quiet -e ".[dev,docs]"
 	.lock-venv/bin/pip freeze --exclude-editable | grep -v '^sessionstore' > requirements.lock
 	rm -rf .lock-venv
 
