@@ -14,6 +14,7 @@ the learner to edit, then ``EXERCISE.check(answer, ...)`` prints ``Correct: ...`
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,8 +34,8 @@ class Exercise:
     checker: Callable[..., str]
 
     def check(self, answer: Callable[..., Any], *context: Any) -> None:
-        """Run the checker on ``answer`` and print its verdict (what a notebook cell shows)."""
-        print(self.verdict(answer, *context))
+        """Run the checker on ``answer`` and print its verdict, wrapped to fit a cell's output."""
+        print(textwrap.fill(self.verdict(answer, *context), 96, break_on_hyphens=False))
 
     def verdict(self, answer: Callable[..., Any], *context: Any) -> str:
         """``Correct: ...`` or ``Not yet: ...``."""
