@@ -10,8 +10,9 @@ python -m benchmarks --only growth --sizes 10,100,1000   # phase 4 at fewer cont
 python -m benchmarks --only overhead --no-suite --overhead-repeats 41 --budget 900
                                    # phase 3 with a paired interval narrow enough to read
 
-Phase 4 builds a session of 10,000 messages in the engine (about a minute); a run of a subset,
-or with --quick or --sizes, leaves README.md alone.
+Phase 4 builds a session of 10,000 messages in the engine (about a minute). A full run writes
+its table into the bench block of docs/benchmarks.md; a run of a subset, or with --quick,
+--sizes or --no-docs, leaves that page alone.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from . import growth, overhead, report, suite, updates
 from .contenders import PynamoDBContender, SessionStoreContender, SourceContender, all_contenders
 
 START = time.monotonic()
+ROOT = Path(__file__).resolve().parent.parent
 PHASES = ("updates", "overhead", "growth")
 
 
@@ -87,10 +89,12 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds for the whole run (default 570: under 10 minutes)",
     )
     parser.add_argument(
-        "--no-readme",
+        "--no-docs",
         action="store_true",
-        help="do not touch README.md even if it has the bench markers",
+        help="do not write the bench block of docs/benchmarks.md",
     )
+    # --no-readme: the same flag under another name, still accepted.
+    parser.add_argument("--no-readme", dest="no_docs", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--only",
         action="append",
@@ -283,8 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     _history(args.out / "history.csv", meta, summaries, over, curves, suite_timings)
     wrote = [f"{args.out}/latest.{{json,csv,md,png}}", "history.csv"]
     full = only == set(PHASES) and args.sizes == growth.SIZES
-    if not args.no_readme and not args.quick and full and report.update_readme(table):
-        wrote.append("README.md (bench block)")
+    if not args.no_docs and not args.quick and full and report.update_readme(table):
+        wrote.append(f"{report.BENCH_PAGE.relative_to(ROOT)} (bench block)")
     progress(f"done in {time.monotonic() - START:.0f} s; wrote " + ", ".join(wrote))
     return 0
 

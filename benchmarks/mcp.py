@@ -24,16 +24,17 @@ Phase 2, ``--metered`` more calls of each way (default 20): write and read units
 ``sessionstore.sizing`` from the requests the serving instance actually sent -- each item a
 write touches is read before and after it by a separate observer client (moto reports a flat
 1 WCU / 0.5 RCU), as notebook 07 does. A separate phase because those reads slow the calls.
-Beside them, metered the same way: this release's ``SessionStore.record_tool_call`` (no MCP) and
-the source design's ``recordToolCall`` (``sessionstore.testing.source_design``: one unguarded
-PutItem; a repeat writes a second record), and the previous release's figures as constants.
+Beside them, metered the same way: ``SessionStore.record_tool_call`` (no MCP) and the source
+design's ``recordToolCall`` (``sessionstore.testing.source_design``: one unguarded PutItem; a
+repeat writes a second record).
 
 Counted over every store-backed call of the run: executions in the tool against distinct
 tool-call ids (a repeat must not execute), and records in the table against the ids sent.
 
 The engine: in this process (default), ``--engine-process`` (``python -m sessionstore engine``
 in a process of its own, stopped at the end), or ``--endpoint-url`` (one already running).
-Exit 1 if a cost limit of issue 21 or a count is not met; the latency check is only reported.
+Exit 1 if a cost target or a count is missed; the latency target is only reported (timings on
+a shared machine are noisy).
 
 Bounded: ``--calls`` per way (default 200, 1..5,000), ``--metered`` (1..200), 600 s in all.
 """
@@ -52,6 +53,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from mcp import Client
@@ -74,29 +76,9 @@ ROUND = 20
 SOURCE_SESSION = "bench-source-design"  # the source design's records, under a pk of their own
 TRANSACTIONS = ("TransactWriteItems", "TransactGetItems")
 
-# The previous release (commit 321648e, before the one-item tool call), measured on its code
-# with notebook 07's metering (requests, WCU, RCU) and by this benchmark (latency; README:
-# `--calls 100 --endpoint-url <engine in its own process>`, 2 cores). Literal: not re-measured.
-PREVIOUS_RELEASE = {
-    "fresh": (
-        2,
-        2,
-        10,
-        0.0,
-        "2 TransactWriteItems (claim: check + put; record: check + guard + record)",
-    ),
-    "repeat": (3, 1, 4, 2.0, "1 TransactWriteItems (refused claim) + 2 GetItem"),
-    "annotated": (1, 1, 6, 0.0, "1 TransactWriteItems (check + guard + record)"),
-    "record_tool_call": (1, 1, 6, 0.0, "1 TransactWriteItems (check + guard + record)"),
-    "heavy": (2, 2, 26, 0.0, "2 TransactWriteItems, each checking a 4 KiB metadata item"),
-}
-# Median ms per fresh call, bare and store-backed, by that release's own benchmarks/mcp.py
-# (--calls 100): as its README states it, and re-run on the 2-core machine of this benchmark.
-PREVIOUS_LATENCY_MS = {
-    "README, engine in its own process": (48.0, 108.0),
-    "re-run, engine in its own process": (44.49, 84.21),
-    "re-run, engine in-process": (47.95, 92.35),
-}
+#: Latency target, reported and not enforced: a fresh call's median below this many times the
+#: bare server's, the same tool on the same engine.
+LATENCY_TARGET_RATIO = 1.89
 WAYS = {
     "fresh": "fresh call",
     "repeat": "repeat of a finished call",
@@ -247,7 +229,7 @@ class Meter:
 @contextmanager
 def engine_process() -> Iterator[str]:
     """The embedded engine in a process of its own (``python -m sessionstore engine``, on
-    127.0.0.1), as the previous release's latency was measured; stopped on the way out."""
+    127.0.0.1); stopped on the way out."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "sessionstore", "engine"],
         stdout=subprocess.PIPE,
@@ -384,7 +366,7 @@ async def measure(calls: int, metered: int, endpoint_url: str) -> dict[str, Any]
                     errors["heavy: wrong result"] += 1
         log.detach()
 
-    # This release's record_tool_call (no MCP), on the same client, metered the same way.
+    # SessionStore.record_tool_call (no MCP), on the same client, metered the same way.
     library = store.create_session(ttl_seconds=3600)
     store.activate(library.session_id)
     store.record_tool_call(library.session_id, "warm", "calculate", {"expression": "0"}, 0, 1)
@@ -497,7 +479,6 @@ def report(r: dict[str, Any]) -> tuple[str, list[tuple[str, bool]]]:
     ways: dict[str, Way] = r["ways"]
     this = {kind: cost(ways[kind]) for kind in WAYS}
     src = {kind: cost(w) for kind, w in r["source_ways"].items()}
-    before = {kind: Cost(*figures) for kind, figures in PREVIOUS_RELEASE.items()}
     lines = [
         f"MCP tools/call on the store: {r['calls']} calls per way in one session (aware client, "
         f"warm instance, small payload), interleaved with the bare server in rounds of {ROUND}",
@@ -505,19 +486,18 @@ def report(r: dict[str, Any]) -> tuple[str, list[tuple[str, bool]]]:
         f"cost per call -- requests: every call of phase 1 (by operation, per call); WCU/RCU: "
         f"sessionstore.sizing on the items each request sent touched, mean of {r['metered']} "
         "metered calls",
-        f"  {'way':<32} {'figures':<38} {'requests':>8} {'trans.':>6} {'WCU':>5} {'RCU':>5}"
+        f"  {'way':<32} {'design':<38} {'requests':>8} {'trans.':>6} {'WCU':>5} {'RCU':>5}"
         "  by operation",
     ]
     source_for = {"fresh": "fresh", "repeat": "repeat", "record_tool_call": "fresh"}
+    # The source design has no tool annotations, and its record reads no session.
+    source_na = {"annotated": "no annotations", "heavy": "reads no session"}
     for kind, label in WAYS.items():
-        lines.append(_row(label, "this release (measured now)", this[kind]))
+        lines.append(_row(label, "sessionstore", this[kind]))
         if kind in source_for:
-            lines.append(_row("", "source design recordToolCall (now)", src[source_for[kind]]))
+            lines.append(_row("", "source design recordToolCall", src[source_for[kind]]))
         else:
-            lines.append(
-                f"  {'':<32} {'source design recordToolCall (now)':<38} n/a: no annotations"
-            )
-        lines.append(_row("", "previous release (measured)", before[kind]))
+            lines.append(f"  {'':<32} {'source design recordToolCall':<38} n/a: {source_na[kind]}")
     found, expected = r["source_records"]
     lines += [
         "  source design: a record only (no claim, no session check); its repeat is a second "
@@ -537,15 +517,6 @@ def report(r: dict[str, Any]) -> tuple[str, list[tuple[str, bool]]]:
             f"{median:6.2f} ({p90:6.2f}) ms: +{median - bare_median:6.2f} ms, "
             f"{median / bare_median:.2f}x bare; inside DynamoDB requests {engine:.2f} ms"
         )
-    for how, (prev_bare, prev_store) in PREVIOUS_LATENCY_MS.items():
-        lines.append(
-            f"  {'previous release (measured)':<32} bare {prev_bare:6.2f} ms, store-backed "
-            f"{prev_store:6.2f} ms per fresh call: +{prev_store - prev_bare:6.2f} ms, "
-            f"{prev_store / prev_bare:.2f}x bare ({how})"
-        )
-    # Judged against the previous release's best showing, the lowest of its ratios.
-    prev_bare, prev_store = min(PREVIOUS_LATENCY_MS.values(), key=lambda m: m[1] / m[0])
-    previous_ratio = prev_store / prev_bare
     lines.append("")
 
     executions = r["executions"]
@@ -598,26 +569,24 @@ def report(r: dict[str, Any]) -> tuple[str, list[tuple[str, bool]]]:
             this["heavy"].wcu is not None and this["heavy"].wcu <= (fresh.wcu or 0),
         ),
         (
-            f"added latency per fresh call below the previous release's (lowest) ratio to the "
-            f"bare server: {added['fresh'][1]:.2f}x vs {previous_ratio:.2f}x "
-            f"(+{added['fresh'][0]:.2f} ms vs +{prev_store - prev_bare:.2f} ms)",
-            added["fresh"][1] < previous_ratio,
+            f"added latency per fresh call: +{added['fresh'][0]:.2f} ms, "
+            f"{added['fresh'][1]:.2f}x the bare server (target < {LATENCY_TARGET_RATIO:.2f}x)",
+            added["fresh"][1] < LATENCY_TARGET_RATIO,
         ),
     ]
-    lines.append("done when (issue 21), from this run:")
-    lines += [f"  {'MET    ' if ok else 'NOT MET'} {what}" for what, ok in checks]
+    lines.append("targets, from this run (the latency one reported, not enforced):")
+    lines += [f"  {'target met:   ' if ok else 'target missed:'} {what}" for what, ok in checks]
     lines.append("  (calls/s under load: python -m benchmarks.mcp_load, not part of this run)")
     return "\n".join(lines), checks
 
 
-def readme_paragraph(r: dict[str, Any], calls: int) -> str:
-    """The README's figures, from this run."""
+def page_paragraph(r: dict[str, Any], calls: int) -> str:
+    """The ``bench-mcp`` block of docs/benchmarks.md: this run's figures, dated."""
     this = {kind: cost(r["ways"][kind]) for kind in WAYS}
     fresh, repeat, annotated, heavy = (this[k] for k in ("fresh", "repeat", "annotated", "heavy"))
     bare_ms, _ = _ms(r["ways"]["bare"].latency)
     fresh_ms, _ = _ms(r["ways"]["fresh"].latency)
     total = r["sent"]["fresh"] + r["sent"]["repeat"] + r["sent"]["annotated"] + r["sent"]["heavy"]
-    previous_bare, previous_store = PREVIOUS_LATENCY_MS["re-run, engine in its own process"]
     return (
         f"Measured with `python -m benchmarks.mcp --calls {calls}` (part of `make bench`, which "
         "writes this paragraph; embedded engine, aware client, interleaved with a bare server in "
@@ -627,10 +596,8 @@ def readme_paragraph(r: dict[str, Any], calls: int) -> str:
         f"{annotated.by_operation}, {annotated.wcu:g} WCU; {r['double_executions']} double "
         f"executions and {r['lost_records']} lost records over {total} calls. Median latency "
         f"per fresh call {bare_ms:.0f} ms bare vs {fresh_ms:.0f} ms store-backed: "
-        f"+{fresh_ms - bare_ms:.0f} ms, {fresh_ms / bare_ms:.2f}x the bare server (the previous "
-        "release, two transactions per call, on the engine of its time, whose transactions "
-        f"copied the whole table: {previous_store / previous_bare:.2f}x; this release on that "
-        "engine: 1.51x, 2026-12-05)."
+        f"+{fresh_ms - bare_ms:.0f} ms, {fresh_ms / bare_ms:.2f}x the bare server "
+        f"({datetime.now(UTC):%Y-%m-%d})."
     )
 
 
@@ -647,8 +614,7 @@ def main(argv: list[str] | None = None) -> int:
     engine.add_argument(
         "--engine-process",
         action="store_true",
-        help="start the embedded engine in a process of its own on 127.0.0.1, as the previous "
-        "release's latency was measured",
+        help="start the embedded engine in a process of its own on 127.0.0.1",
     )
     args = parser.parse_args(argv)
     if not 1 <= args.calls <= 5000:
@@ -670,7 +636,7 @@ def main(argv: list[str] | None = None) -> int:
     text, checks = report(result)
     print(text)
     if all(ok for _, ok in checks[:-1]):
-        update_block("bench-mcp", readme_paragraph(result, args.calls))
+        update_block("bench-mcp", page_paragraph(result, args.calls))
     # The latency check is reported, not enforced: timings on a shared machine are noisy.
     return 0 if all(ok for _, ok in checks[:-1]) else 1
 
