@@ -12,11 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 from functools import partial
-from typing import Any, TypeAlias
 
 from .errors import InvalidInput
-
-JSON: TypeAlias = Any  # None | bool | int | float | str | list[JSON] | dict[str, JSON]
+from .models import JSON as JSON  # the type, and its reader, are the models' (the bottom layer)
+from .models import decode as decode
 
 #: Deeper values are refused: Python's own JSON decoder recurses and would fail to read them back.
 MAX_DEPTH = 256
@@ -66,10 +65,6 @@ def encode(value: JSON, what: str = "value") -> str:
         except UnicodeEncodeError as exc:
             raise InvalidInput(f"{what} holds a string that is not valid Unicode") from exc
     return text
-
-
-def decode(text: str) -> JSON:
-    return json.loads(text)
 
 
 def fingerprint(name_text: str, *values: JSON) -> str:

@@ -1,13 +1,23 @@
-"""What the store hands back: immutable snapshots of stored items."""
+"""What the store hands back: immutable snapshots of stored items.
+
+Layer: the bottom; it imports nothing of the store, so every layer can name these types.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import NamedTuple, overload
+from typing import Any, NamedTuple, TypeAlias, overload
 
-from .codec import JSON, decode
+#: A JSON value as Python holds it (``codec`` checks and encodes them).
+JSON: TypeAlias = Any  # None | bool | int | float | str | list[JSON] | dict[str, JSON]
+
+
+def decode(text: str) -> JSON:
+    """A stored JSON text as its value."""
+    return json.loads(text)
 
 
 class Status(StrEnum):
