@@ -147,7 +147,13 @@ conformance: $(STAMP)
 TS_SDK_VERSION ?= 1.32.2
 INSPECTOR_VERSION ?= 2.12.0
 TS_CLIENT2_VERSION ?= 2.4.0
-.PHONY: clients
+# Run All of every notebook in a real JupyterLab in headless Chromium (Debian's chromium;
+# playwright-core, pinned, from npm into $(NODE_DIR)): prints each cell's stderr as intended or not,
+# screenshots in notebooks/.lab-check/. A few minutes; not part of `make test`.
+lab-check: $(STAMP)
+	PY=$(PY) NODE_DIR=$(NODE_DIR) scripts/lab_check.sh
+
+.PHONY: clients lab-check
 clients: $(STAMP)
 	PY=$(PY) NODE_DIR=$(NODE_DIR) NODE_BIN_VERSION=$(NODE_BIN_VERSION) SDK_VERSION=$(TS_SDK_VERSION) \
 		INSPECTOR_VERSION=$(INSPECTOR_VERSION) TS_CLIENT2_VERSION=$(TS_CLIENT2_VERSION) \
