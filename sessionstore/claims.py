@@ -43,7 +43,7 @@ from enum import Enum
 from functools import partial
 from typing import Any, ClassVar, TypeVar
 
-from . import codec, sizing, telemetry, tool_calls
+from . import codec, sizing, tool_calls
 from .backend import Backend, Plan
 from .clock import format_timestamp
 from .codec import JSON
@@ -282,7 +282,6 @@ def _drive_result(
 # ---------------------------------------------------------------------------- the operations
 
 
-@telemetry.traced("claim_tool_call")
 def claim(
     backend: Backend,
     memory: Memory,
@@ -315,7 +314,6 @@ def claim(
     return answer(put.item, fingerprint, token, backend.now_ms())
 
 
-@telemetry.traced("start_round")
 def start_round(
     backend: Backend, memory: Memory, claimed: Claim, round_number: int, *, lease_ms: int
 ) -> Outcome:
@@ -334,7 +332,6 @@ def start_round(
     return _standing(held, Claim.from_item(held), round_number, now_ms)
 
 
-@telemetry.traced("suspend_round")
 def suspend_round(
     backend: Backend, memory: Memory, claimed: Claim, round_number: int, answer_json: str
 ) -> None:
@@ -346,7 +343,6 @@ def suspend_round(
     backend.drive(plan, f"suspension of tool call {claimed.tool_call_id!r}")
 
 
-@telemetry.traced("complete_tool_call")
 def complete(
     backend: Backend,
     memory: Memory,
@@ -373,7 +369,6 @@ def complete(
     _drive_result(backend, held, (arguments, output, duration_ms), plan, what)
 
 
-@telemetry.traced("record_tool_call")
 def put_record(
     backend: Backend,
     memory: Memory,

@@ -1,15 +1,41 @@
-"""Tool-call claims over a ``SessionStore``: the operations of ``sessionstore.claims`` (where
-the claims are written and answered) run over the store's ``backend`` and ``memory``, for code
-that holds a store -- a server of its own, a notebook, a test. The extension
-(``middleware``) calls ``sessionstore.claims`` itself.
+"""Tool-call claims as the MCP layer runs them: the operations of ``sessionstore.claims`` (where
+the claims are written and answered), each an operation of its own for telemetry (a span and a
+tally, as the store's methods are: ``traced``), and run over a ``SessionStore``'s ``backend`` and
+``memory`` for code that holds a store -- a server of its own, a notebook, a test. The extension
+(``middleware``) runs ``traced`` operations on its worker threads.
+
+Layer: over the core's public API; the core's claims stay free of telemetry, which observes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
 from .. import claims as core
+from .. import telemetry
 from ..claims import Claim, Outcome, State, answer, call_fingerprint
 from ..codec import JSON
 from ..store import SessionStore
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_TRACED: dict[Callable[..., Any], Callable[..., Any]] = {
+    operation: telemetry.traced(name)(operation)
+    for operation, name in (
+        (core.claim, "claim_tool_call"),
+        (core.start_round, "start_round"),
+        (core.suspend_round, "suspend_round"),
+        (core.complete, "complete_tool_call"),
+        (core.put_record, "record_tool_call"),
+    )
+}
+
+
+def traced(operation: F) -> F:
+    """``operation`` (one of the core's claim operations) measured as an operation of its own."""
+    return cast(F, _TRACED[operation])
+
 
 __all__ = [
     "Claim",
@@ -22,6 +48,7 @@ __all__ = [
     "put_record",
     "start_round",
     "suspend_round",
+    "traced",
 ]
 
 
@@ -37,7 +64,7 @@ def claim(
     lease_ms: int,
 ) -> Outcome:
     """``sessionstore.claims.claim``: claim ``tool_call_id`` for one execution, or say why not."""
-    return core.claim(
+    return traced(core.claim)(
         store.backend,
         store.memory,
         session_id,
@@ -54,12 +81,14 @@ def start_round(
     store: SessionStore, claimed: Claim, round_number: int, *, lease_ms: int
 ) -> Outcome:
     """``sessionstore.claims.start_round``: take a later round of a call, once."""
-    return core.start_round(store.backend, store.memory, claimed, round_number, lease_ms=lease_ms)
+    return traced(core.start_round)(
+        store.backend, store.memory, claimed, round_number, lease_ms=lease_ms
+    )
 
 
 def suspend_round(store: SessionStore, claimed: Claim, round_number: int, answer_json: str) -> None:
     """``sessionstore.claims.suspend_round``: keep a round's answer for a re-sent round."""
-    core.suspend_round(store.backend, store.memory, claimed, round_number, answer_json)
+    traced(core.suspend_round)(store.backend, store.memory, claimed, round_number, answer_json)
 
 
 def complete(
@@ -73,7 +102,7 @@ def complete(
 ) -> None:
     """``sessionstore.claims.complete``: write the result of a claimed call into its item."""
     b, m = store.backend, store.memory
-    core.complete(b, m, session_id, tool_call_id, claimed, arguments, output, duration_ms)
+    traced(core.complete)(b, m, session_id, tool_call_id, claimed, arguments, output, duration_ms)
 
 
 def put_record(
@@ -89,6 +118,6 @@ def put_record(
 ) -> Outcome | None:
     """``sessionstore.claims.put_record``: record a harmless call with one PutItem."""
     b, m = store.backend, store.memory
-    return core.put_record(
+    return traced(core.put_record)(
         b, m, session_id, tool_call_id, tool_name, arguments, output, duration_ms, ttl=ttl
     )

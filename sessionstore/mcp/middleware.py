@@ -50,6 +50,7 @@ from ..codec import JSON
 from ..errors import InvalidInput, SessionExpired, SessionStoreError
 from . import rounds
 from .capabilities import check_client_capabilities
+from .claims import traced
 from .mcp_errors import to_mcp_error
 from .protocol import (
     CLOSE_METHOD,
@@ -239,9 +240,10 @@ class SessionStoreExtension(SessionLifecycle, CallRouting, Extension):
         )
 
     async def _run(self, operation: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        """A claims operation over the store's backend and memory, on its worker threads."""
+        """A claims operation over the store's backend and memory, traced, on its threads."""
         core = self.store.store
-        return await self.store.run(operation, core.backend, core.memory, *args, **kwargs)
+        traced_operation = traced(operation)
+        return await self.store.run(traced_operation, core.backend, core.memory, *args, **kwargs)
 
     async def _claim(self, route: Route, name: str, arguments: dict[str, Any]) -> claims.Outcome:
         ttl = (
