@@ -66,6 +66,9 @@ class OpSpec:
     prime: list[Captured]  # the cold store's earlier reads, replayed once before timing
     call: Callable[[ss.SessionStore], Any]
     token: str | None = None  # the request token the captured responses name
+    # When it was captured (epoch ms): the replaying store's clock stands still there, so what
+    # the captured responses hold (the time in a token's entry, say) is as current as it was.
+    at_ms: int = 0
 
     @property
     def request(self) -> str:
@@ -170,12 +173,13 @@ def capture_ops(endpoint: str, *, long_context: int = 100) -> list[OpSpec]:
     def add(name: str, call: Callable[[ss.SessionStore], Any]) -> None:
         ids = _RecordingIds()
         cold = ss.SessionStore(client, table, ids=ids)
+        at_ms = cold.clock.now_ms()
         with _Capture(client) as cap:
             call(cold)
         reads = 0
         while reads < len(cap.calls) - 1 and cap.calls[reads].method in ("get_item", "query"):
             reads += 1
-        specs.append(OpSpec(name, cap.calls[reads:], cap.calls[:reads], call, ids.last))
+        specs.append(OpSpec(name, cap.calls[reads:], cap.calls[:reads], call, ids.last, at_ms))
 
     sid = store.create_session(owner=owner).session_id
     store.activate(sid, owner=owner)
@@ -228,7 +232,9 @@ def _stubbed_client() -> tuple[Any, Stubber]:
 
 def _stubbed_store(spec: OpSpec) -> tuple[ss.SessionStore, Stubber]:
     client, stubber = _stubbed_client()
-    return ss.SessionStore(client, "bench-overhead", ids=_FixedToken(spec.token)), stubber
+    clock = ss.ManualClock(spec.at_ms)
+    store = ss.SessionStore(client, "bench-overhead", ids=_FixedToken(spec.token), clock=clock)
+    return store, stubber
 
 
 def _queue(stubber: Stubber, captured: list[Captured], n: int) -> None:
