@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             summaries = updates.summarize(runs)
             for what, ok in report.performance_done_when(summaries, []):
-                progress(f"  target {'met' if ok else 'not met'}: {what}")
+                progress(f"  target {'met' if ok else 'missed'}: {what}")
 
         if "overhead" in only:
             progress(
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                 progress=progress,
             )
             for what, ok in growth.done_when(curves):
-                progress(f"  target {'met' if ok else 'not met'}: {what}")
+                progress(f"  target {'met' if ok else 'missed'}: {what}")
 
     suite_timings: list[suite.SuiteTiming] = []
     remaining = deadline - time.monotonic() - 15

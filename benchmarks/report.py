@@ -391,7 +391,7 @@ def updates_markdown(
         for t in checks:
             add(
                 f"| {t.what} | {t.ours} | {t.against} | {t.ratio} | {t.bound} | "
-                f"{'met' if t.met else 'not met'} |"
+                f"{'met' if t.met else 'missed'} |"
             )
         add("")
     return out
@@ -481,7 +481,7 @@ def growth_markdown(curves: Curves) -> list[str]:
     add("Targets (on these figures):")
     add("")
     for what, ok in growth_phase.done_when(curves):
-        add(f"- {'met' if ok else 'not met'}: {what}")
+        add(f"- {'met' if ok else 'missed'}: {what}")
     add("")
     return out
 

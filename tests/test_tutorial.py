@@ -17,7 +17,7 @@ CORE = [p for p in NOTEBOOKS if p.name[:2] in {"01", "02", "03", "04", "05"}]
 PRODUCTION = "## In production"
 CORE_WORDS = 1_200
 HISTORY = re.compile(
-    r"(?i:\bissue \d+|\bissue's\b|previous release|earlier release|since release)|\bNOT MET\b"
+    r"(?i:\bissue \d+|\bissue's\b|previous release|earlier release|since release|\bnot met\b)"
 )
 
 
