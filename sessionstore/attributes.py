@@ -42,11 +42,10 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
-from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
-from . import codec, locking, schema, validate, write_tokens
+from . import codec, locking, reads, schema, validate, write_tokens
 from .backend import Again, Backend, Plan
 from .conditions import (
     Clause,
@@ -69,8 +68,6 @@ from .errors import (
     ItemTooLarge,
     SessionNotActive,
     SessionStoreError,
-    TokensFull,
-    VersionConflict,
 )
 from .item import ATTRIBUTES_MAX_BYTES as ATTRIBUTES_MAX_BYTES  # its bound, here too
 from .item import (
@@ -85,7 +82,6 @@ from .item import (
 from .locking import MetadataWrite
 from .memory import Memory
 from .models import Attributes, Session, Status, StoredAttributes
-from .reads import attach
 from .wire import Cancelled, ConditionFailed
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}\Z")
@@ -302,30 +298,27 @@ def update(
     validate.expected_version(expected_version)
     texts, gone, added = changes_of(changes, remove)
     now_s = backend.now_ms() // 1000
-    seen = memory.hint(session_id, owner, now_s) or locking.read(backend, memory, session_id, owner)
+    seen = memory.hint(session_id, owner, now_s) or reads.read(backend, memory, session_id, owner)
     edit = AttributesEdit(session_id, texts, gone, added, seen.incarnation)
     token = backend.token()
-    meta = MetadataWrite(
-        backend.table,
+    meta = locking.planned(
+        backend,
+        memory,
         session_id,
         owner,
-        token,
         edit,
+        token,
         version=expected_version,
-        expected=expected_version is not None,
-        seen_tokens=seen.write_tokens,
-        settled=memory.settled.get(session_id) or (),
+        expected=True,
+        seen=seen,
     )
     base = _copy(memory, seen)
     changed = Changed((), seen=False)
     try:
-        changed = backend.drive(AttributesWrite(meta, seen.ttl), f"write to session {session_id!r}")
-    except (VersionConflict, TokensFull) as exc:  # the item as the refusal showed it
-        memory.remember(exc.current)
-        if isinstance(exc, VersionConflict):
-            with suppress(SessionStoreError):
-                exc.current = attach(backend, memory, exc.current)
-        raise
+        # The conflict carries the session with its attributes, after remembering it bare.
+        with reads.on_conflict(backend, memory), memory.refusals():
+            plan = AttributesWrite(meta, seen.ttl)
+            changed = backend.drive(plan, f"write to session {session_id!r}")
     finally:
         memory.settle(session_id, token, changed.removed)
     # This instance's copy, without reading: exact whenever the session's ``attrsRev`` turns

@@ -11,11 +11,9 @@ plan)``. ``drive`` owns attempts, backoff, settling lost responses and the endin
 
 * the plan's result, when an attempt succeeded or a refusal proved the work already done;
 * a typed error raised by the plan's interpreter (not found, expired, conflict ...);
-* ``Unavailable(maybe_applied=True)`` when attempts ran out (or a fault outlived botocore's
-  retries) while some attempt may have landed unseen;
+* ``Unavailable(maybe_applied=True)`` when attempts or faults ended it and one may have landed;
 * ``Unavailable(maybe_applied=False)`` when a fault or contention ended it and nothing landed;
-* the plan's ``exhausted`` error (``ConflictRetriesExhausted``) only when every attempt was
-  provably refused on a version conflict.
+* the plan's ``exhausted`` error when every attempt was provably refused by a condition.
 """
 
 from __future__ import annotations

@@ -312,7 +312,7 @@ def read(
             backend, memory, session_id, owner, schema.PAGES_END, each_page
         )
     else:
-        session, first = locking.read_item(backend, memory, session_id, owner)
+        session, first = reads.read_item(backend, memory, session_id, owner)
         # Pages are keyed by their last seq: the one holding ``after + 1`` is the first at or
         # above ``msg#<after + 1>``.
         start = schema.page_sk(after + 1)

@@ -127,7 +127,7 @@ def update_status(
     edit = StatusEdit(session_id, _status(status, "status"))
     seen = memory.hint(session_id, owner, backend.now_ms() // 1000)
     if seen is None:
-        seen = locking.read(backend, memory, session_id, owner)
+        seen = reads.read(backend, memory, session_id, owner)
         done = edit.judge(seen)
         if done is not None:
             return reads.attach(backend, memory, done)

@@ -164,18 +164,31 @@ class MetadataWrite(Plan[Wrote]):
         return ConflictRetriesExhausted(self.session_id, attempted, self.current, attempts)
 
 
-def read_item(
-    backend: Backend, memory: Memory, session_id: str, owner: str | None
-) -> tuple[Session, dict[str, Any]]:
-    """The live session (its metadata item alone), and the item as read: one GetItem."""
-    item = backend.get(schema.meta_key(session_id))
-    session = memory.remember(live(session_id, item, owner, backend.now_ms() // 1000))
-    assert item is not None
-    return session, item
-
-
-def read(backend: Backend, memory: Memory, session_id: str, owner: str | None) -> Session:
-    return read_item(backend, memory, session_id, owner)[0]
+def planned(
+    backend: Backend,
+    memory: Memory,
+    session_id: str,
+    owner: str | None,
+    edit: Edit,
+    token: str,
+    *,
+    version: int | None = None,
+    expected: bool = False,
+    seen: Session | None = None,
+) -> MetadataWrite:
+    """``edit``'s write, removing what ``seen`` (default: the hint) and settled writes allow."""
+    seen = seen or memory.hint(session_id, owner, backend.now_ms() // 1000)
+    return MetadataWrite(
+        backend.table,
+        session_id,
+        owner,
+        token,
+        edit,
+        version=version,
+        expected=expected and version is not None,
+        seen_tokens=seen.write_tokens if seen is not None else None,
+        settled=memory.settled.get(session_id) or (),
+    )
 
 
 def write(
@@ -195,24 +208,13 @@ def write(
     token: then it settles it when its own write is over (an append, after its page)."""
     settle = token is None
     token = backend.token() if token is None else token
-    seen = memory.hint(session_id, owner, backend.now_ms() // 1000)
-    plan = MetadataWrite(
-        backend.table,
-        session_id,
-        owner,
-        token,
-        edit,
-        version=version,
-        expected=expected and version is not None,
-        seen_tokens=seen.write_tokens if seen is not None else None,
-        settled=memory.settled.get(session_id) or (),
+    plan = planned(
+        backend, memory, session_id, owner, edit, token, version=version, expected=expected
     )
     wrote: Wrote | None = None
     try:
-        wrote = backend.drive(plan, f"write to session {session_id!r}")
-    except (VersionConflict, TokensFull) as exc:  # the item as the refusal showed it
-        memory.remember(exc.current)
-        raise
+        with memory.refusals():
+            wrote = backend.drive(plan, f"write to session {session_id!r}")
     finally:
         if settle or wrote is None:
             memory.settle(session_id, token, () if wrote is None else wrote.removed)

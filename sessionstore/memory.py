@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Generic, TypeVar
 
+from .errors import TokensFull, VersionConflict
 from .models import Session, StoredAttributes
 from .write_tokens import TOKEN_CAP, key
 
@@ -93,6 +95,16 @@ class Memory:
             return tuple([*tokens, token][-TOKEN_CAP:])
 
         self.settled.put(session_id, (token,), merge)
+
+    @contextmanager
+    def refusals(self) -> Iterator[None]:
+        """A refusal that ends a write with the item as it is (a stale version, a full token
+        map): that item becomes the hint."""
+        try:
+            yield
+        except (VersionConflict, TokensFull) as exc:
+            self.remember(exc.current)
+            raise
 
     def keep_attributes(self, session_id: str, stored: StoredAttributes | None) -> None:
         if stored is not None:

@@ -1,9 +1,8 @@
 """Reading a session: the metadata item checked live and the caller's, with its attributes.
 
-Layer: over ``locking`` (the metadata item's read); under the patterns that return a session
-after writing it (``lifecycle``, ``context``, ``attributes``: ``landed``) and the reads of the
-context, which start from ``head``. Every read is strongly
-consistent: a session is read to be written, and a hint is never the truth.
+Layer: over ``backend`` and ``memory``; under the patterns that read a session before writing
+it or return it after (``lifecycle``, ``context``, ``attributes``, ``tool_calls``). Every read
+is strongly consistent: a session is read to be written, and a hint is never the truth.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from . import locking, schema
+from . import schema
 from .backend import Backend, PageScope
 from .errors import SessionNotFound, SessionStoreError, Unavailable, VersionConflict
 from .item import live, stored
@@ -22,10 +21,24 @@ from .memory import Memory
 from .models import Session
 
 
+def read_item(
+    backend: Backend, memory: Memory, session_id: str, owner: str | None
+) -> tuple[Session, dict[str, Any]]:
+    """The live session (its metadata item alone), and the item as read: one GetItem."""
+    item = backend.get(schema.meta_key(session_id))
+    session = memory.remember(live(session_id, item, owner, backend.now_ms() // 1000))
+    assert item is not None
+    return session, item
+
+
+def read(backend: Backend, memory: Memory, session_id: str, owner: str | None) -> Session:
+    return read_item(backend, memory, session_id, owner)[0]
+
+
 def get(backend: Backend, memory: Memory, session_id: str, owner: str | None) -> Session:
     """One GetItem of the metadata item, and one of the attributes item unless the session
     never had attributes or this instance holds their current copy."""
-    return attach(backend, memory, locking.read(backend, memory, session_id, owner))
+    return attach(backend, memory, read(backend, memory, session_id, owner))
 
 
 def head(

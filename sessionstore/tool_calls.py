@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, ClassVar
 
-from . import codec, locking, schema, sizing, validate
+from . import codec, reads, schema, sizing, validate
 from .backend import Again, Backend, Plan
 from .clock import format_timestamp
 from .codec import JSON
@@ -365,7 +365,7 @@ def record(
         ttl = now_ms // 1000 + ttl_seconds
     else:
         seen = memory.hint(session_id, owner, now_ms // 1000)
-        ttl = (seen or locking.read(backend, memory, session_id, owner)).ttl
+        ttl = (seen or reads.read(backend, memory, session_id, owner)).ttl
     at = format_timestamp(now_ms)
     item = call_item(session_id, call.tool_call_id, call.tool_name, call.fingerprint, at, ttl)
     item |= recorded_fields(call.input_text, output_text, duration_ms, at)
@@ -394,7 +394,7 @@ def read_history(
     """The session's live history: a GetItem of the metadata item (a missing, expired or
     foreign session raises), then a Query of the ``tool#`` range only (one Query from the
     metadata item would read every context page too)."""
-    locking.read(backend, memory, session_id, owner)
+    reads.read(backend, memory, session_id, owner)
     now_s = backend.now_ms() // 1000
     items = backend.query(schema.pk(session_id), schema.TOOL_PREFIX, schema.TOOLS_END)
     return history(items, now_s)
