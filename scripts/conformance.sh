@@ -35,7 +35,7 @@ die() { say "error: $*"; exit 2; }
 # Scored scenarios a stateless, multi-instance server is expected to fail, per requirement set
 # (why: sessionstore/testing/conformance.py): a tool that sends the client a request mid-call.
 declare -A BASELINE=(
-  [2025-11-25]="tools-call-sampling tools-call-elicitation elicitation-sep1034-defaults elicitation-sep1330-enums"
+  [2025-11-25]=""
   [2026-07-28]=""
 )
 

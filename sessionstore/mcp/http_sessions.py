@@ -42,6 +42,7 @@ from ..errors import (
 from ..ids import validate_id
 from ..item import ATTRIBUTES_MAX_BYTES
 from ..models import Session, Status
+from .back_channel import DEFAULT_WAIT_SECONDS, BackChannel
 from .protocol import SESSION_SCOPE_KEY
 
 if TYPE_CHECKING:
@@ -67,11 +68,17 @@ class LegacySessions:
     that mints them itself."""
 
     def __init__(
-        self, app: ASGIApp, extension: SessionStoreExtension, *, adopt_ids: bool = False
+        self,
+        app: ASGIApp,
+        extension: SessionStoreExtension,
+        *,
+        adopt_ids: bool = False,
+        back_channel: BackChannel | None = None,
     ) -> None:
         self.app = app
         self.extension = extension
         self.adopt_ids = adopt_ids
+        self.back_channel = back_channel
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope.get("headers") or ())
@@ -106,6 +113,19 @@ class LegacySessions:
             if session is None:
                 await _status(send, 404, "Session not found")
                 return
+            if self.back_channel is not None:
+                body, receive = await _buffer(receive)
+                if body is None:
+                    await _status(send, 413, "request body too large")
+                    return
+                try:
+                    answered = await self.back_channel.deliver(session, body)
+                except Unavailable as exc:  # the client may re-send its answer
+                    await _status(send, 503, f"session store unavailable: {exc}")
+                    return
+                if answered:  # an answer to a question a tool asked, on whichever instance
+                    await _status(send, 202, None)
+                    return
             scope[SESSION_SCOPE_KEY] = session
         await self.app(scope, receive, send)
 
@@ -363,10 +383,22 @@ async def _status(send: Send, status: int, message: str | None) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def install(manager: Any, extension: SessionStoreExtension, *, adopt_ids: bool = False) -> None:
+def install(
+    manager: Any,
+    extension: SessionStoreExtension,
+    *,
+    adopt_ids: bool = False,
+    answer_wait_seconds: float = DEFAULT_WAIT_SECONDS,
+) -> None:
     """Put ``LegacySessions`` in front of a stateless ``StreamableHTTPSessionManager``'s
-    ``asgi_app``: inside the SDK's auth middleware, so the principal is known."""
-    manager.asgi_app = LegacySessions(manager.asgi_app, extension, adopt_ids=adopt_ids)
+    ``asgi_app`` (inside the SDK's auth middleware, so the principal is known), and serve a
+    session's requests with a back channel through the table (``back_channel``): a tool waits
+    at most ``answer_wait_seconds`` for the client's answer."""
+    back_channel = BackChannel(extension.store, answer_wait_seconds)
+    back_channel.install(manager)
+    manager.asgi_app = LegacySessions(
+        manager.asgi_app, extension, adopt_ids=adopt_ids, back_channel=back_channel
+    )
 
 
 __all__ = ["SESSION_HEADER", "LegacySessions", "install"]

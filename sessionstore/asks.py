@@ -1,0 +1,188 @@
+"""Questions to the client, answered once, through the table.
+
+Layer: a pattern module, over ``backend``; the MCP layer's ``back_channel`` builds on it.
+
+Why: in a handshake-era MCP session a tool may ask the client something in the middle of a call
+(sampling, elicitation). The question goes out on the call's own response stream, but the
+client's answer is a new POST, and behind a load balancer that lands on any instance. So the
+question is an item in its session's partition, ``ask#<id>`` (``AskItem``); whichever instance
+receives the answer writes it into that item, once; the instance that asked polls for it.
+
+* ``ask``: one PutItem if the id is free (1 WCU).
+* ``answer``: one UpdateItem on ``the ask exists, has no answer and its time is not up`` --
+  the first answer is taken; a refusal's ALL_OLD tells a repeat (the client re-sending its POST)
+  from an answer to nothing (1 WCU per KB of the item).
+* ``poll``: one strongly consistent Query from the ask to the metadata item (``ask#`` sorts just
+  before ``metadata``, and nothing else does): the answer if it is in, and the session checked
+  live and active in the same read -- 1 RCU while the items are under 4 KB together.
+
+Nothing else reads the ``ask#`` range; TTL deletes an ask once its time is up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, ClassVar
+
+from . import schema
+from .backend import Backend, Plan
+from .clock import format_timestamp
+from .conditions import (
+    Condition,
+    Field,
+    Name,
+    Value,
+    absent,
+    assign,
+    clause,
+    exists,
+    item_to_wire,
+    put_item,
+    update_item,
+)
+from .errors import DynamoDBError, ItemTooLarge, SessionNotActive
+from .ids import validate_id
+from .item import live
+from .models import Status
+from .wire import Cancelled, ConditionFailed
+
+#: The sort key prefix of an ask: just before ``schema.META_SK``, outside every other range.
+ASK_PREFIX = "ask#"
+#: The most bytes of an answer kept (JSON text): an item holds 400 KB, with room for the rest.
+ANSWER_MAX_BYTES = 350_000
+
+
+class AskItem(Field):
+    """An ask item's attributes."""
+
+    PK = "pk"
+    SK = "sk"  # ``ask#<id>``
+    METHOD = "method"  # what was asked: ``sampling/createMessage``, ``elicitation/create``
+    ASKED_AT = "askedAt"
+    DEADLINE = "deadline"  # epoch ms: no answer is taken after it
+    TTL = "ttl"  # epoch seconds: the deadline, rounded up
+    ANSWER = "answer"  # JSON text: the client's ``{"result": ...}`` or ``{"error": ...}``
+    ANSWERED_AT = "answeredAt"
+
+
+K = AskItem
+
+
+class Delivery(Enum):
+    """What became of an answer."""
+
+    TAKEN = "taken"  # written: the asking call will read it
+    REPEATED = "repeated"  # the ask had its answer already: this one is dropped
+    UNKNOWN = "unknown"  # no such ask, or its time is up
+
+
+def ask_key(session_id: str, ask_id: str) -> dict[str, Any]:
+    return {K.PK: {"S": schema.pk(session_id)}, K.SK: {"S": f"{ASK_PREFIX}{ask_id}"}}
+
+
+def open_until(now_ms: int) -> Condition:
+    """The ask still takes an answer: it exists, has none, and its deadline is ahead."""
+    unanswered = absent(K.ANSWER)
+    ahead = clause("open_until", "{} > {}", Name(K.DEADLINE), Value(now_ms))
+    return exists() & unanswered & ahead
+
+
+@dataclass(frozen=True, slots=True)
+class PutAsk(Plan[None]):
+    table: str
+    session_id: str
+    ask_id: str
+    method: str
+    deadline_ms: int
+
+    operation: ClassVar[str] = "put_item"
+
+    def request(self, now_ms: int) -> dict[str, Any]:
+        key = ask_key(self.session_id, self.ask_id)
+        item: dict[str, Any] = {
+            K.PK: key[K.PK]["S"],
+            K.SK: key[K.SK]["S"],
+            K.METHOD: self.method,
+            K.ASKED_AT: format_timestamp(now_ms),
+            K.DEADLINE: self.deadline_ms,
+            K.TTL: -(-self.deadline_ms // 1000),
+        }
+        return put_item(self.table, item_to_wire(item), absent())
+
+    def succeeded(self, response: dict[str, Any], now_ms: int) -> None:
+        return None
+
+    def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> None:
+        # The id is fresh: the item there is this ask's own attempt, landed before a lost
+        # response, unless the id factory repeats itself.
+        assert isinstance(failure, ConditionFailed)
+        if failure.old is not None and failure.old.get(K.METHOD) == self.method:
+            return None
+        raise DynamoDBError("ConditionalCheckFailedException", f"ask id {self.ask_id!r} in use")
+
+
+@dataclass(frozen=True, slots=True)
+class PutAnswer(Plan[Delivery]):
+    table: str
+    session_id: str
+    ask_id: str
+    answer: str
+
+    operation: ClassVar[str] = "update_item"
+
+    def request(self, now_ms: int) -> dict[str, Any]:
+        update = assign(K.ANSWER, self.answer) + assign(K.ANSWERED_AT, format_timestamp(now_ms))
+        key = ask_key(self.session_id, self.ask_id)
+        return update_item(self.table, key, update, open_until(now_ms), returns=None)
+
+    def succeeded(self, response: dict[str, Any], now_ms: int) -> Delivery:
+        return Delivery.TAKEN
+
+    def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Delivery:
+        assert isinstance(failure, ConditionFailed)
+        old = failure.old
+        if old is None or K.ANSWER not in old:
+            return Delivery.UNKNOWN  # never asked, deleted, or past its deadline unanswered
+        # Ours, landed before a lost response, or an earlier copy of the same POST: taken.
+        return Delivery.TAKEN if old[K.ANSWER] == self.answer else Delivery.REPEATED
+
+
+def ask(backend: Backend, session_id: str, ask_id: str, method: str, wait_ms: int) -> int:
+    """Open an ask that takes an answer for ``wait_ms``: one PutItem. Returns its deadline."""
+    validate_id(ask_id, "ask_id")
+    deadline_ms = backend.now_ms() + wait_ms
+    backend.drive(PutAsk(backend.table, session_id, ask_id, method, deadline_ms), "ask")
+    return deadline_ms
+
+
+def answer(backend: Backend, session_id: str, ask_id: str, answer_text: str) -> Delivery:
+    """Give the ask its answer (JSON text) if it has none yet: one UpdateItem.
+    ``ItemTooLarge`` (nothing written) past ``ANSWER_MAX_BYTES``."""
+    validate_id(ask_id, "ask_id")
+    size = len(answer_text.encode())
+    if size > ANSWER_MAX_BYTES:
+        raise ItemTooLarge(0, size, ANSWER_MAX_BYTES, what="the client's answer")
+    plan = PutAnswer(backend.table, session_id, ask_id, answer_text)
+    return backend.drive(plan, f"answer to ask {ask_id!r}")
+
+
+def poll(backend: Backend, session_id: str, ask_id: str, owner: str | None) -> str | None:
+    """The ask's answer (JSON text), or None while there is none: one strongly consistent
+    Query. Raises what ``item.live`` raises when the session is gone, expired or another's,
+    and ``SessionNotActive`` once it is closing or closed: nobody is left to wait for."""
+    sk = f"{ASK_PREFIX}{ask_id}"
+    found: str | None = None
+    meta: dict[str, Any] | None = None
+    for item in backend.query(schema.pk(session_id), sk, schema.META_SK):
+        if item[K.SK] == sk:
+            found = item.get(K.ANSWER)
+        elif item[K.SK] == schema.META_SK:
+            meta = item
+    session = live(session_id, meta, owner, backend.now_ms() // 1000)
+    if found is None and session.status is not Status.ACTIVE:
+        raise SessionNotActive(session_id, session.status)
+    return found
+
+
+__all__ = ["ANSWER_MAX_BYTES", "ASK_PREFIX", "AskItem", "Delivery", "answer", "ask", "poll"]

@@ -1,0 +1,348 @@
+"""Server-to-client requests in a handshake-era session, answered through the table.
+
+Layer: MCP, over the core's ``asks``; ``http_sessions`` installs it. Why: a tool in a 2025-11-25
+session may ask the client mid-call (``ctx.session.create_message``, ``elicit_form``). The SDK
+writes the request to the call's own response stream and waits in memory for the answer; but the
+client's answer is a new POST, which behind a load balancer reaches any instance, and a
+stateless transport has no memory to wait in. So each such request is served here:
+
+* on the asking instance, between the call's transport and the SDK's dispatcher: the request's
+  JSON-RPC id is replaced by an ask id (``ASK_ID_PREFIX`` + a token, unique across instances),
+  the ask is opened in the table (``asks.ask``, 1 WCU), and the call polls for its answer
+  (``asks.poll``: one consistent Query, 1 RCU) on a schedule that slows to once a second:
+  ``POLLS`` -- 6 reads in the first 1.6 s, then 1 read (1 RCU) per second of waiting;
+* on whichever instance the answer reaches (``deliver``): it is written into the ask, the
+  first answer only, and the POST gets 202.
+
+The wait is bounded (``wait_seconds``, 300 by default: the tool sees a timeout error) and ends
+with a clear error as soon as a poll finds the session closing, closed, expired or gone. A tool
+call stays claimed while it waits, so the call as a whole still runs at most once.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.server.connection import Connection
+from mcp.server.runner import serve_connection
+from mcp.server.streamable_http import StreamableHTTPServerTransport
+from mcp.shared._context_streams import ContextReceiveStream
+from mcp.shared._stream_protocols import WriteStream
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+from mcp.shared.message import SessionMessage
+from mcp.shared.transport_context import TransportContext
+from mcp_types import (
+    CONNECTION_CLOSED,
+    DEFAULT_NEGOTIATED_VERSION,
+    INTERNAL_ERROR,
+    REQUEST_TIMEOUT,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    RequestId,
+)
+from starlette.types import Receive, Scope, Send
+
+from .. import asks, codec
+from ..aio import AsyncSessionStore
+from ..errors import InvalidInput, ItemTooLarge, SessionStoreError, Unavailable
+from ..models import Session
+from .protocol import SESSION_SCOPE_KEY
+
+#: The JSON-RPC id of a request this layer sent begins so: how an answer is recognised.
+ASK_ID_PREFIX: Final = "ask-"
+#: Seconds between polls for an answer: quick at first (a client answers a sampling request
+#: in milliseconds), then once a second for as long as the wait lasts.
+POLLS: Final = (0.05, 0.1, 0.2, 0.4, 0.8)
+_STEADY_POLL: Final = 1.0
+DEFAULT_WAIT_SECONDS: Final = 300.0
+
+logger = logging.getLogger(__name__)
+
+_Envelope = tuple[contextvars.Context, SessionMessage | Exception]
+Handler = Callable[[str | None, Scope, Receive, Send], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class BackChannel:
+    """Serves a legacy session's calls with a back channel through the table (module doc)."""
+
+    store: AsyncSessionStore
+    wait_seconds: float = DEFAULT_WAIT_SECONDS
+
+    def __post_init__(self) -> None:
+        if isinstance(self.wait_seconds, bool) or not (0 < self.wait_seconds <= 86_400):
+            raise InvalidInput("wait_seconds must be a number of seconds in (0, 86400]")
+
+    def install(self, manager: Any) -> None:
+        """Serve ``manager``'s (a stateless ``StreamableHTTPSessionManager``) handshake-era
+        requests that carry a session here; the rest as before."""
+        original: Handler = manager._handle_stateless_request
+
+        async def handle(version: str | None, scope: Scope, receive: Receive, send: Send) -> None:
+            session = scope.get(SESSION_SCOPE_KEY)
+            if not isinstance(session, Session) or manager.json_response:
+                # No session to keep an ask in, or no stream to send a request on.
+                await original(version, scope, receive, send)
+                return
+            await self.serve(manager, version, session, scope, receive, send)
+
+        manager._handle_stateless_request = handle
+
+    async def serve(
+        self,
+        manager: Any,
+        version: str | None,
+        session: Session,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """The SDK's stateless request handling, with the relay between transport and
+        dispatcher and ``can_send_request`` on."""
+        transport = StreamableHTTPServerTransport(
+            mcp_session_id=None,
+            is_json_response_enabled=False,
+            event_store=None,
+            security_settings=manager.security_settings,
+        )
+
+        async def run(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+            async with transport.connect() as (read_stream, write_stream):
+                relay = _Relay(self, session, write_stream)
+                dispatcher: JSONRPCDispatcher[TransportContext] = JSONRPCDispatcher(
+                    relay.to_dispatcher,
+                    relay.from_dispatcher_send,
+                    inline_methods=frozenset({"initialize"}),
+                    transport_builder=lambda _md: TransportContext(
+                        kind="streamable-http", can_send_request=True
+                    ),
+                )
+                connection = Connection.from_envelope(
+                    version if version is not None else DEFAULT_NEGOTIATED_VERSION,
+                    session.attributes.get("clientInfo"),
+                    session.attributes.get("clientCapabilities"),
+                )
+                async with anyio.create_task_group() as tg:
+                    await tg.start(relay.run, read_stream)
+                    task_status.started()
+                    try:
+                        await serve_connection(
+                            manager.app,
+                            dispatcher,
+                            connection=connection,
+                            lifespan_state=manager._lifespan_state,
+                        )
+                    except Exception:
+                        logger.exception("a session's request crashed")
+                    finally:
+                        tg.cancel_scope.cancel()
+
+        assert manager._task_group is not None
+        try:
+            await manager._task_group.start(run)
+            await transport.handle_request(scope, receive, send)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await transport.terminate()
+
+    async def deliver(self, session: Session, body: bytes) -> bool:
+        """If ``body`` answers an ask (a JSON-RPC response or error whose id is an ask id),
+        write it into the ask and return True (the POST gets 202); else False. Raises
+        ``Unavailable`` when the store failed (the client may re-send)."""
+        if ASK_ID_PREFIX.encode() not in body:
+            return False
+        try:
+            message = json.loads(body)
+        except ValueError:
+            return False
+        if not isinstance(message, dict) or "method" in message:
+            return False
+        wire_id = message.get("id")
+        if not isinstance(wire_id, str) or not wire_id.startswith(ASK_ID_PREFIX):
+            return False
+        if "result" in message:
+            reply: dict[str, Any] = {"result": message["result"]}
+        elif "error" in message:
+            reply = {"error": message["error"]}
+        else:
+            return False
+        ask_id = wire_id.removeprefix(ASK_ID_PREFIX)
+        backend = self.store.store.backend
+        try:
+            text = codec.encode(reply)
+        except InvalidInput as exc:  # not JSON the store writes (NaN ...): the tool learns why
+            text = _failure(INTERNAL_ERROR, f"the client's answer cannot be kept: {exc}")
+        try:
+            delivery = await self.store.run(asks.answer, backend, session.session_id, ask_id, text)
+        except ItemTooLarge as exc:
+            text = _failure(INTERNAL_ERROR, f"the client's answer is too large to keep: {exc}")
+            delivery = await self.store.run(asks.answer, backend, session.session_id, ask_id, text)
+        except InvalidInput:
+            return False  # not an id this layer made
+        if delivery is not asks.Delivery.TAKEN:
+            logger.info("session %s: answer to %s %s", session.session_id, wire_id, delivery.value)
+        return True
+
+
+def _failure(code: int, message: str) -> str:
+    return codec.encode({"error": {"code": code, "message": message}})
+
+
+def _schedule(wait_seconds: float) -> list[float]:
+    """The pauses between polls, summing to ``wait_seconds``: a bounded count."""
+    pauses: list[float] = []
+    left = wait_seconds
+    for pause in (*POLLS, *[_STEADY_POLL] * math.ceil(wait_seconds)):
+        if left <= 0:
+            break
+        pauses.append(min(pause, left))
+        left -= pause
+    return pauses
+
+
+@dataclass
+class _Relay:
+    """Between one request's transport and its dispatcher: outgoing requests become asks, and
+    their answers come back from the table as if the client had sent them here."""
+
+    channel: BackChannel
+    session: Session
+    to_transport: WriteStream[SessionMessage]
+    waiting: dict[str, tuple[RequestId, anyio.CancelScope]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # The transport's streams carry each message's context (the request's, with its
+        # principal) for the dispatcher to run the handler in: the relay hands it on as it is.
+        send, receive = anyio.create_memory_object_stream[_Envelope](math.inf)
+        self._to_dispatcher_send: MemoryObjectSendStream[_Envelope] = send
+        self.to_dispatcher = ContextReceiveStream[SessionMessage | Exception](receive)
+        out_send, out_receive = anyio.create_memory_object_stream[SessionMessage](0)
+        self.from_dispatcher_send: MemoryObjectSendStream[SessionMessage] = out_send
+        self._from_dispatcher: MemoryObjectReceiveStream[SessionMessage] = out_receive
+
+    async def run(
+        self,
+        from_transport: ContextReceiveStream[SessionMessage | Exception],
+        *,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        async with anyio.create_task_group() as waits:
+            waits.start_soon(self._outbound, waits)
+            task_status.started()
+            async with from_transport:
+                while True:
+                    try:
+                        message = await from_transport.receive()
+                    except (anyio.EndOfStream, anyio.ClosedResourceError):
+                        break  # closed under us at the transport's teardown: the same end
+                    context = from_transport.last_context or contextvars.copy_context()
+                    await self._to_dispatcher_send.send((context, message))
+            # The transport is done: nobody is left to answer.
+            waits.cancel_scope.cancel()
+        self._to_dispatcher_send.close()
+
+    async def _outbound(self, waits: TaskGroup) -> None:
+        async with self._from_dispatcher:
+            async for message in self._from_dispatcher:
+                inner = message.message
+                outgoing: SessionMessage | None = message
+                if isinstance(inner, JSONRPCRequest):
+                    outgoing = await self._ask(message, inner, waits)
+                elif isinstance(inner, JSONRPCNotification) and inner.method == (
+                    "notifications/cancelled"
+                ):
+                    outgoing = self._cancelled(message, inner)
+                if outgoing is not None:
+                    await self.to_transport.send(outgoing)
+
+    async def _ask(
+        self, message: SessionMessage, request: JSONRPCRequest, waits: TaskGroup
+    ) -> SessionMessage | None:
+        store = self.channel.store
+        backend = store.store.backend
+        ask_id = backend.token()
+        wait_ms = int(self.channel.wait_seconds * 1000)
+        try:
+            deadline = await store.run(
+                asks.ask, backend, self.session.session_id, ask_id, request.method, wait_ms
+            )
+        except SessionStoreError as exc:
+            await self._answer(request.id, ErrorData(code=INTERNAL_ERROR, message=str(exc)))
+            return None
+        scope = anyio.CancelScope()
+        wire_id = f"{ASK_ID_PREFIX}{ask_id}"
+        self.waiting[wire_id] = (request.id, scope)
+        waits.start_soon(self._wait, request.id, ask_id, deadline, scope)
+        return SessionMessage(request.model_copy(update={"id": wire_id}), message.metadata)
+
+    def _cancelled(self, message: SessionMessage, note: JSONRPCNotification) -> SessionMessage:
+        # The SDK cancels by its own id; the client knows the ask id. Stop polling, too.
+        params = dict(note.params or {})
+        for wire_id, (request_id, scope) in list(self.waiting.items()):
+            if params.get("requestId") == request_id:
+                scope.cancel()
+                del self.waiting[wire_id]
+                params["requestId"] = wire_id
+                return SessionMessage(note.model_copy(update={"params": params}), message.metadata)
+        return message
+
+    async def _wait(
+        self, request_id: RequestId, ask_id: str, deadline_ms: int, scope: anyio.CancelScope
+    ) -> None:
+        store = self.channel.store
+        backend = store.store.backend
+        session_id, owner = self.session.session_id, self.session.owner
+        with scope:
+            for pause in _schedule(self.channel.wait_seconds):
+                await anyio.sleep(pause)
+                try:
+                    text = await store.run(asks.poll, backend, session_id, ask_id, owner)
+                except Unavailable as exc:  # the store, not the session: poll again
+                    logger.warning("session %s: poll for an answer failed: %s", session_id, exc)
+                    continue
+                except SessionStoreError as exc:
+                    why = f"the session ended while the client was being asked: {exc}"
+                    await self._answer(request_id, ErrorData(code=CONNECTION_CLOSED, message=why))
+                    return
+                if text is not None:
+                    await self._answer(request_id, _reply(text))
+                    return
+                if backend.now_ms() >= deadline_ms:
+                    break
+            why = f"no answer from the client within {self.channel.wait_seconds:g} s"
+            await self._answer(request_id, ErrorData(code=REQUEST_TIMEOUT, message=why))
+
+    async def _answer(self, request_id: RequestId, reply: dict[str, Any] | ErrorData) -> None:
+        if isinstance(reply, ErrorData):
+            message: JSONRPCResponse | JSONRPCError = JSONRPCError(
+                jsonrpc="2.0", id=request_id, error=reply
+            )
+        else:
+            message = JSONRPCResponse(jsonrpc="2.0", id=request_id, result=reply)
+        await self._to_dispatcher_send.send((contextvars.copy_context(), SessionMessage(message)))
+
+
+def _reply(text: str) -> dict[str, Any] | ErrorData:
+    reply = json.loads(text)
+    if isinstance(reply, dict) and isinstance(reply.get("result"), dict):
+        return dict(reply["result"])
+    error = reply.get("error") if isinstance(reply, dict) else None
+    try:
+        return ErrorData.model_validate(error)
+    except ValueError:
+        return ErrorData(code=INTERNAL_ERROR, message=f"the client's answer is malformed: {text}")
+
+
+__all__ = ["ASK_ID_PREFIX", "POLLS", "BackChannel"]
