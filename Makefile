@@ -125,6 +125,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.instances
 	$(PY) -m benchmarks.mcp --calls 100
 	$(PY) -m benchmarks.fastmcp
+	$(PY) -m benchmarks.back_channel
 
 # The MCP conformance suite's requirement sets (CONFORMANCE_REQUIREMENTS: the spec revisions)
 # against `python -m sessionstore.mcp --conformance`, on one instance and on two on one engine

@@ -182,7 +182,7 @@ def test_fixtures_answer_what_the_suite_checks() -> None:
 
 
 def test_sampling_and_elicitation_refuse_with_the_reason_instead_of_hanging() -> None:
-    # The limitation the module docstring explains: a stateless transport has no back channel.
+    # Without the store a stateless transport has no back channel (with it: test_back_channel).
     asked: list[str] = []
 
     async def sample(context: Any, params: CreateMessageRequestParams) -> CreateMessageResult:

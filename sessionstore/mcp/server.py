@@ -34,6 +34,7 @@ from ..errors import InvalidInput
 from ..store import SessionStore
 from ..telemetry import VERSION
 from . import http_sessions
+from .back_channel import DEFAULT_WAIT_SECONDS
 from .middleware import SessionStoreExtension
 from .protocol import SessionHandle
 from .sessions import DEFAULT_IDLE_SECONDS
@@ -212,17 +213,28 @@ async def notes(session_id: SessionHandle = None) -> list[str]:
 
 
 def create_app(
-    server: MCPServer, *, host: str = "127.0.0.1", adopt_session_ids: bool = False
+    server: MCPServer,
+    *,
+    host: str = "127.0.0.1",
+    adopt_session_ids: bool = False,
+    answer_wait_seconds: float = DEFAULT_WAIT_SECONDS,
 ) -> Starlette:
     """The streamable-HTTP app, stateless: any instance serves any request, either protocol.
 
     With the store's extension, legacy clients' ``Mcp-Session-Id`` sessions live in the table
     (``http_sessions.LegacySessions``); ``adopt_session_ids``: create a session for an id the
-    table does not know (a platform in front mints them)."""
+    table does not know (a platform in front mints them). A tool in such a session may send
+    the client a request (sampling, elicitation) and waits at most ``answer_wait_seconds`` for
+    the answer, which may reach any instance (``back_channel``)."""
     app = server.streamable_http_app(stateless_http=True, host=host)
     extension = SessionStoreExtension.attached_to(server)
     if extension is not None:
-        http_sessions.install(server.session_manager, extension, adopt_ids=adopt_session_ids)
+        http_sessions.install(
+            server.session_manager,
+            extension,
+            adopt_ids=adopt_session_ids,
+            answer_wait_seconds=answer_wait_seconds,
+        )
     # addFilter skips a filter already there, so creating many apps adds it once.
     logging.getLogger("mcp.server.streamable_http").addFilter(_drop_sessionless_termination)
     return app

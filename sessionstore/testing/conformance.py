@@ -14,12 +14,14 @@ once). Each tool names the client capability it relies on (``capabilities``), so
 client did not declare it is refused with ``-32021`` before anything is claimed (SEP-2575, the
 suite's diagnostic tool ``test_missing_capability``).
 
-What a stateless, multi-instance server cannot pass, whatever the store does:
+The 2025-11-25 fixtures ``test_sampling`` and ``test_elicitation*`` send the client a request in
+the middle of a ``tools/call``. In a session kept in the table, the answer comes back through the
+table to whichever instance waits for it (``sessionstore.mcp.back_channel``). A server without the
+store has no back channel on its stateless transport: the tools refuse with a clear ``isError``
+result instead of hanging, and so does a wait that ends without an answer.
 
-* ``tools-call-sampling``, ``tools-call-elicitation``, ``elicitation-sep1034-defaults``,
-  ``elicitation-sep1330-enums`` -- each needs a server-to-client *request* in the middle of a
-  ``tools/call``, with no back channel on a stateless transport (README, "An MCP server on the
-  store"). The tools here refuse with a clear ``isError`` result instead of hanging.
+What no fixture here covers:
+
 * Pending in the suite, not run: ``server-sse-polling`` (an SSE stream resumed from an
   ``EventStore`` keyed by a live transport) and ``json-schema-2020-12`` (a hand-written input
   schema; ``MCPServer`` derives it from the signature); neither fixture is registered.
@@ -42,7 +44,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.prompts.base import Message, UserMessage
-from mcp.shared.exceptions import NoBackChannelError
+from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp_types import (
     AudioContent,
     CallToolResult,
@@ -211,6 +213,8 @@ async def sampling(
         )
     except NoBackChannelError as exc:
         raise ToolError(f"sampling is not possible on this connection: {exc}") from exc
+    except MCPError as exc:  # no answer in time, the session ended, the client refused
+        raise ToolError(f"sampling failed: {exc}") from exc
     reply = result.content.text if isinstance(result.content, TextContent) else "No response"
     return _text(f"LLM response: {reply}")
 
@@ -223,6 +227,8 @@ async def _elicit(ctx: Ctx, message: str, schema: dict[str, Any], label: str) ->
         result = await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
     except NoBackChannelError as exc:
         raise ToolError(f"elicitation is not possible on this connection: {exc}") from exc
+    except MCPError as exc:
+        raise ToolError(f"elicitation failed: {exc}") from exc
     return _text(f"{label}: action={result.action}, content={json.dumps(result.content or {})}")
 
 

@@ -1,0 +1,306 @@
+"""Server-to-client requests in a handshake-era session, answered through the table.
+
+The core (``sessionstore.asks``) against the embedded engine, then the SDK's own ``Client`` over
+real HTTP on loopback: two instances on one table behind the round robin, so the client's answer
+reaches the other instance than the one whose tool is waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp_types import (
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequestParams,
+    ElicitResult,
+    TextContent,
+)
+
+import sessionstore as ss
+from sessionstore import asks, schema
+from sessionstore.errors import ItemTooLarge, SessionExpired, SessionNotActive, SessionNotFound
+from sessionstore.local import LocalDynamoDB
+from sessionstore.mcp import RunningServer, create_app, create_server
+from sessionstore.mcp.back_channel import ASK_ID_PREFIX, POLLS
+from sessionstore.retry import RetryPolicy
+from sessionstore.testing import RequestLog
+from sessionstore.testing import conformance as fx
+from sessionstore.testing.proxy import RoundRobinProxy
+from sessionstore.wire import to_python
+from tests.conftest import scan
+
+KEYS = ["test-request-state-key-0123456789abcdef"]
+TIMEOUT = 60
+
+
+def _items(store: ss.SessionStore) -> list[dict[str, Any]]:
+    return [to_python(i) or {} for i in scan(store.client, store.table_name)]
+
+
+def _run(main: Callable[[], Awaitable[Any]]) -> Any:
+    async def bounded() -> Any:
+        async with asyncio.timeout(TIMEOUT):
+            return await main()
+
+    return asyncio.run(bounded())
+
+
+# ---------------------------------------------------------------------------- the core
+
+
+def test_an_ask_takes_its_first_answer_once(store: ss.SessionStore, active: ss.Session) -> None:
+    backend, sid = store.backend, active.session_id
+    asks.ask(backend, sid, "q1", "sampling/createMessage", 60_000)
+    assert asks.poll(backend, sid, "q1", "alice") is None
+
+    first = json.dumps({"result": {"text": "Paris"}})
+    assert asks.answer(backend, sid, "q1", first) is asks.Delivery.TAKEN
+    # The same POST again (a client re-sending it) is taken as it was; another answer is not.
+    assert asks.answer(backend, sid, "q1", first) is asks.Delivery.TAKEN
+    later = json.dumps({"result": {"text": "Lyon"}})
+    assert asks.answer(backend, sid, "q1", later) is asks.Delivery.REPEATED
+    assert asks.poll(backend, sid, "q1", "alice") == first
+    # An answer to nothing is refused, and writes nothing.
+    assert asks.answer(backend, sid, "nobody-asked", first) is asks.Delivery.UNKNOWN
+    assert [i["sk"] for i in _items(store) if i["sk"].startswith(asks.ASK_PREFIX)] == ["ask#q1"]
+
+
+def test_an_answer_after_the_deadline_is_refused(
+    store: ss.SessionStore, active: ss.Session, clock: ss.ManualClock
+) -> None:
+    backend, sid = store.backend, active.session_id
+    asks.ask(backend, sid, "q1", "elicitation/create", 5_000)
+    clock.advance(seconds=5)
+    assert asks.answer(backend, sid, "q1", '{"result":{}}') is asks.Delivery.UNKNOWN
+    assert asks.poll(backend, sid, "q1", "alice") is None
+
+
+def test_a_poll_ends_when_the_session_does(
+    store: ss.SessionStore, active: ss.Session, clock: ss.ManualClock
+) -> None:
+    backend, sid = store.backend, active.session_id
+    asks.ask(backend, sid, "q1", "sampling/createMessage", 60_000)
+    with pytest.raises(SessionNotFound):
+        asks.poll(backend, sid, "q1", "bob")  # another principal's session looks missing
+    store.begin_close(sid, owner="alice")
+    with pytest.raises(SessionNotActive):
+        asks.poll(backend, sid, "q1", "alice")
+    other = store.create_session(owner="alice", ttl_seconds=60)
+    store.activate(other.session_id, owner="alice")
+    asks.ask(backend, other.session_id, "q2", "sampling/createMessage", 600_000)
+    clock.advance(seconds=61)
+    with pytest.raises(SessionExpired):
+        asks.poll(backend, other.session_id, "q2", "alice")
+
+
+def test_a_poll_is_one_query_and_reads_beside_the_session_are_unchanged(
+    store: ss.SessionStore, active: ss.Session, requests: RequestLog
+) -> None:
+    backend, sid = store.backend, active.session_id
+    store.append_context(sid, [{"role": "user", "text": "hi"}], owner="alice")
+    asks.ask(backend, sid, "q1", "sampling/createMessage", 60_000)
+    requests.reset()
+    asks.poll(backend, sid, "q1", "alice")
+    assert requests.operations == ["Query"]
+    # The ask sorts before the metadata item: the session's own Queries never see it.
+    assert list(store.context(sid, owner="alice")) == [{"role": "user", "text": "hi"}]
+    loaded = store.load(sid, owner="alice")
+    assert loaded.session.message_count == 1 and loaded.tool_calls == []
+    assert f"{asks.ASK_PREFIX}~" < schema.META_SK
+
+
+def test_an_answer_past_the_bound_is_refused_whole(
+    store: ss.SessionStore, active: ss.Session
+) -> None:
+    backend, sid = store.backend, active.session_id
+    asks.ask(backend, sid, "q1", "sampling/createMessage", 60_000)
+    huge = json.dumps({"result": {"text": "x" * asks.ANSWER_MAX_BYTES}})
+    with pytest.raises(ItemTooLarge):
+        asks.answer(backend, sid, "q1", huge)
+    assert asks.poll(backend, sid, "q1", "alice") is None
+
+
+# ---------------------------------------------------------------------------- over HTTP
+
+
+class Asked:
+    """What the client was asked, and how it answers."""
+
+    def __init__(self, delay: float = 0.0, before: Callable[[], Awaitable[None]] | None = None):
+        self.delay = delay
+        self.before = before
+        self.methods: list[str] = []
+        #: (instance, operation, ask key) of every write to an ask item, in order.
+        self.writes: list[tuple[int, str, str]] = []
+
+    async def sample(self, context: Any, params: CreateMessageRequestParams) -> CreateMessageResult:
+        self.methods.append("sampling")
+        await self._pause()
+        return CreateMessageResult(
+            role="assistant", content=TextContent(type="text", text="Paris"), model="test"
+        )
+
+    async def elicit(self, context: Any, params: ElicitRequestParams) -> ElicitResult:
+        self.methods.append("elicitation")
+        await self._pause()
+        return ElicitResult(action="accept", content={"username": "ann", "email": "a@b.example"})
+
+    async def _pause(self) -> None:
+        if self.before is not None:
+            await self.before()
+        await asyncio.sleep(self.delay)
+
+
+def _watch_asks(store: ss.SessionStore, instance: int, writes: list[tuple[int, str, str]]) -> None:
+    def seen(params: dict[str, Any], event_name: str, **_: Any) -> None:
+        key = params.get("Key") or params.get("Item") or {}
+        sk = key.get("sk", {}).get("S", "")
+        if sk.startswith(asks.ASK_PREFIX):
+            writes.append((instance, event_name.rsplit(".", 1)[-1], sk))
+
+    for operation in ("PutItem", "UpdateItem"):
+        store.client.meta.events.register(f"provide-client-params.dynamodb.{operation}", seen)
+
+
+@asynccontextmanager
+async def two_instances(
+    engine: LocalDynamoDB, table: str, asked: Asked, **app: Any
+) -> AsyncIterator[tuple[RoundRobinProxy, Client, list[ss.SessionStore]]]:
+    stores: list[ss.SessionStore] = []
+
+    def instance() -> RunningServer:
+        store = ss.SessionStore(
+            ss.connect(engine.endpoint_url), table, retry=RetryPolicy(sleep=lambda _s: None)
+        )
+        _watch_asks(store, len(stores), asked.writes)
+        stores.append(store)
+        server = create_server(store, state_keys=KEYS)
+        fx.add_conformance_fixtures(server)
+        return RunningServer(create_app(server, **app))
+
+    async with instance() as a, instance() as b:
+        proxy = RoundRobinProxy([a.url.removesuffix("/mcp"), b.url.removesuffix("/mcp")])
+        try:
+            async with (
+                RunningServer(proxy) as lb,
+                Client(
+                    lb.url,
+                    mode="legacy",
+                    sampling_callback=asked.sample,
+                    elicitation_callback=asked.elicit,
+                ) as client,
+            ):
+                yield proxy, client, stores
+        finally:
+            await proxy.aclose()
+
+
+def _text(result: Any) -> str:
+    return str(result.content[0].text)
+
+
+def test_a_tool_asks_the_client_and_the_answer_reaches_it_through_the_other_instance(
+    engine: LocalDynamoDB, table: str
+) -> None:
+    asked = Asked()
+
+    async def main() -> None:
+        async with two_instances(engine, table, asked) as (_, client, stores):
+            sampled = await client.call_tool("test_sampling", {"prompt": "Capital of France?"})
+            elicited = await client.call_tool("test_elicitation", {"message": "Who are you?"})
+            assert not sampled.is_error and _text(sampled) == "LLM response: Paris"
+            assert not elicited.is_error, _text(elicited)
+            assert '"username": "ann"' in _text(elicited)
+            items = _items(stores[0])
+
+        # Each ask was opened by one instance and answered by the other.
+        opened = {sk: i for i, operation, sk in asked.writes if operation == "PutItem"}
+        answered = {sk: i for i, operation, sk in asked.writes if operation == "UpdateItem"}
+        assert len(opened) == 2 and opened.keys() == answered.keys()
+        assert all(opened[sk] != answered[sk] for sk in opened), asked.writes
+
+        asked_items = [i for i in items if i["sk"].startswith(asks.ASK_PREFIX)]
+        assert sorted(i["method"] for i in asked_items) == [
+            "elicitation/create",
+            "sampling/createMessage",
+        ]
+        assert all("answer" in i for i in asked_items)
+        # Each call ran once and was recorded once.
+        calls = [i for i in items if i["sk"].startswith(schema.TOOL_PREFIX)]
+        assert sorted(i["toolName"] for i in calls) == ["test_elicitation", "test_sampling"]
+
+    _run(main)
+    assert asked.methods == ["sampling", "elicitation"]
+
+
+def test_the_wait_is_bounded_and_a_late_answer_is_dropped(
+    engine: LocalDynamoDB, table: str
+) -> None:
+    asked = Asked(delay=POLLS[0] + 2.0)
+
+    async def main() -> None:
+        async with two_instances(engine, table, asked, answer_wait_seconds=1) as (_, client, _s):
+            result = await client.call_tool("test_sampling", {"prompt": "Slow?"})
+            assert result.is_error
+            assert "no answer from the client within 1 s" in _text(result)
+
+    _run(main)
+    assert asked.methods == ["sampling"]
+
+
+def test_a_session_closed_while_its_tool_waits_ends_the_wait_with_the_reason(
+    engine: LocalDynamoDB, table: str
+) -> None:
+    holder: dict[str, Any] = {}
+
+    async def close_the_session() -> None:
+        store: ss.SessionStore = holder["stores"][0]
+        (meta,) = [i for i in _items(store) if i["sk"] == schema.META_SK]
+        await asyncio.to_thread(store.begin_close, meta["sessionId"])
+
+    asked = Asked(before=close_the_session)
+
+    async def main() -> None:
+        async with two_instances(engine, table, asked) as (_, client, stores):
+            holder["stores"] = stores
+            result = await client.call_tool("test_sampling", {"prompt": "Anyone?"})
+            assert result.is_error
+            assert "the session ended while the client was being asked" in _text(result)
+            assert "closing, not active" in _text(result)
+
+    _run(main)
+
+
+def test_an_answer_post_for_nothing_gets_202_and_writes_nothing(
+    engine: LocalDynamoDB, table: str
+) -> None:
+    async def main() -> None:
+        async with two_instances(engine, table, Asked()) as (proxy, client, stores):
+            await client.list_tools()  # the session is open
+            (meta,) = [i for i in _items(stores[0]) if i["sk"] == schema.META_SK]
+            headers = {
+                "mcp-session-id": meta["sessionId"],
+                "mcp-protocol-version": "2025-11-25",
+                "content-type": "application/json",
+                "accept": "application/json, text/event-stream",
+            }
+            body = {"jsonrpc": "2.0", "id": f"{ASK_ID_PREFIX}t-9999", "result": {}}
+            url = f"{proxy.backends[0]}/mcp"
+            async with httpx2.AsyncClient(timeout=10) as http:
+                answered = await http.post(url, json=body, headers=headers)
+                unknown_session = await http.post(
+                    url, json=body, headers={**headers, "mcp-session-id": "no-such-session"}
+                )
+            assert answered.status_code == 202
+            assert unknown_session.status_code == 404
+            assert not [i for i in _items(stores[0]) if i["sk"].startswith(asks.ASK_PREFIX)]
+
+    _run(main)
