@@ -304,3 +304,12 @@ def test_an_answer_post_for_nothing_gets_202_and_writes_nothing(
             assert not [i for i in _items(stores[0]) if i["sk"].startswith(asks.ASK_PREFIX)]
 
     _run(main)
+
+
+@pytest.mark.parametrize("seconds", [0, 300, float("nan")])
+def test_a_wait_that_is_not_shorter_than_the_lease_is_refused_when_the_app_is_built(
+    store: ss.SessionStore, seconds: float
+) -> None:
+    server = create_server(store, state_keys=KEYS)  # lease_seconds=300
+    with pytest.raises(ss.InvalidInput, match="wait_seconds"):
+        create_app(server, answer_wait_seconds=seconds)

@@ -14,7 +14,7 @@ stateless transport has no memory to wait in. So each such request is served her
 * on whichever instance the answer reaches (``deliver``): it is written into the ask, the
   first answer only, and the POST gets 202.
 
-The wait is bounded (``wait_seconds``, 300 by default: the tool sees a timeout error) and ends
+The wait is bounded (``wait_seconds``, 240 by default: the tool sees a timeout error) and ends
 with a clear error as soon as a poll finds the session closing, closed, expired or gone. A tool
 call stays claimed while it waits, so the call as a whole still runs at most once.
 """
@@ -66,7 +66,8 @@ ASK_ID_PREFIX: Final = "ask-"
 #: in milliseconds), then once a second for as long as the wait lasts.
 POLLS: Final = (0.05, 0.1, 0.2, 0.4, 0.8)
 _STEADY_POLL: Final = 1.0
-DEFAULT_WAIT_SECONDS: Final = 300.0
+#: Below the extension's default lease (300 s): the call stays claimed while its tool waits.
+DEFAULT_WAIT_SECONDS: Final = 240.0
 
 logger = logging.getLogger(__name__)
 

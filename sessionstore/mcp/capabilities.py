@@ -12,9 +12,8 @@ the SDK's own errors for an unknown tool or invalid arguments: a refusal leaves 
 table, and a client that retries with the capability declared gets a fresh call.
 
 Only modern requests are checked. A handshake-era client declared its capabilities once, at
-``initialize``, to a connection the stateless transport does not keep (the store keeps them as
-session attributes); such a tool cannot ask it anything mid-call anyway (no back channel), so it
-refuses on its own terms.
+``initialize``; the store keeps them as session attributes, and a session's requests are served
+with them (``back_channel``), so a tool asks ``ctx.session.check_client_capability`` itself.
 """
 
 from __future__ import annotations

@@ -394,6 +394,11 @@ def install(
     ``asgi_app`` (inside the SDK's auth middleware, so the principal is known), and serve a
     session's requests with a back channel through the table (``back_channel``): a tool waits
     at most ``answer_wait_seconds`` for the client's answer."""
+    if answer_wait_seconds * 1000 >= extension.lease_ms:
+        raise InvalidInput(
+            f"answer_wait_seconds ({answer_wait_seconds:g}) must be shorter than the extension's"
+            f" lease ({extension.lease_ms // 1000} s): the call stays claimed while its tool waits"
+        )
     back_channel = BackChannel(extension.store, answer_wait_seconds)
     back_channel.install(manager)
     manager.asgi_app = LegacySessions(

@@ -425,8 +425,8 @@ def _gather(ctx: Ctx, *rounds: dict[str, _Question]) -> dict[str, Any] | InputRe
 
 
 def _modern_only(ctx: Ctx) -> None:
-    # A handshake-era request has no way to carry inputResponses back; its server-to-client
-    # requests have no back channel here either (see the module docstring).
+    # A handshake-era request has no way to carry inputResponses back: its tools ask the client
+    # with a server-to-client request instead (test_sampling, test_elicitation).
     if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
         raise ToolError(
             "this tool asks the client through InputRequiredResult, which needs protocol "
