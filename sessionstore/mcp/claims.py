@@ -2,7 +2,7 @@
 the claims are written and answered), each an operation of its own for telemetry (a span and a
 tally, as the store's methods are: ``traced``), and run over a ``SessionStore``'s ``backend`` and
 ``memory`` for code that holds a store -- a server of its own, a notebook, a test. The extension
-(``middleware``) runs ``traced`` operations on its worker threads.
+(``calls``) runs ``traced`` operations on its worker threads.
 
 Layer: over the core's public API; the core's claims stay free of telemetry, which observes.
 """

@@ -6,7 +6,8 @@ client the same way whichever of them met it (codes and reasons: ``protocol``).
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Awaitable
+from typing import Any, Final, TypeVar
 
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
@@ -18,6 +19,7 @@ from ..errors import (
     SessionExpired,
     SessionNotActive,
     SessionNotFound,
+    SessionStoreError,
     ToolCallConflict,
     Unavailable,
 )
@@ -32,6 +34,8 @@ from .protocol import (
     STORE_UNAVAILABLE,
     TOOL_CALL_ID_REUSED,
 )
+
+T = TypeVar("T")
 
 #: How an aware client gets a session, for the refusals of a call that needs one.
 HOW_TO_OPEN: Final = f"open one ({OPEN_METHOD}) and send its id in _meta[{SESSION_ID_KEY!r}]"
@@ -80,6 +84,14 @@ def to_mcp_error(exc: Exception, session_id: str | None = None) -> MCPError:
             {"reason": "unavailable", "maybeApplied": exc.maybe_applied},
         )
     return MCPError(STORE_UNAVAILABLE, f"session store error: {exc}", {"reason": "store_error"})
+
+
+async def as_mcp(call: Awaitable[T], session_id: str | None = None) -> T:
+    """What ``call`` returns, our errors raised as MCP errors."""
+    try:
+        return await call
+    except SessionStoreError as exc:
+        raise to_mcp_error(exc, session_id) from exc
 
 
 def meta_id(meta: Any, key: str) -> str | None:

@@ -1,9 +1,11 @@
 """Which session a ``tools/call`` runs in, under which key, and whether it is claimed.
 
-Decided before anything is written, so a call the SDK will refuse anyway, or one that names no
-session, costs no request. The session can be named three ways (a handle argument, ``_meta``, the
-legacy ``Mcp-Session-Id``) and the key two (``_meta``, an idempotency argument); the first one
-present wins. ``CallRouting`` is a mixin of ``SessionStoreExtension`` (``middleware``).
+MCP layer, the interceptor's first step (``middleware``): decided from the request and the
+server's own tools before anything is written, so a call the SDK will refuse anyway, or one
+that names no session, costs no request. The session can be named three ways (a handle
+argument, ``_meta``, the legacy ``Mcp-Session-Id``) and the key two (``_meta``, an idempotency
+argument); the first one present wins. A later round of a multi-round-trip call brings its
+claim along (``rounds``).
 """
 
 from __future__ import annotations
@@ -15,71 +17,100 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
-from mcp_types import INTERNAL_ERROR, CallToolRequestParams
+from mcp_types import CallToolRequestParams
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from ..aio import AsyncSessionStore
+from .. import claims
+from ..ids import IdFactory
 from ..models import Session
+from . import rounds
+from .capabilities import check_client_capabilities
 from .mcp_errors import HOW_TO_OPEN, checked_id, meta_id
 from .protocol import SESSION_ID_KEY, SESSION_REQUIRED, SESSION_SCOPE_KEY, TOOL_CALL_ID_KEY
+from .sessions import principal_owner
 
 
 @dataclass(frozen=True)
 class Route:
     """How one ``tools/call`` is served."""
 
+    tool_name: str
+    arguments: dict[str, Any]
     session_id: str
     owner: str | None
-    tool_call_id: str
-    keyed: bool  # the id came from the client: a retry carries it again
+    tool_call_id: str  # "" when closing: that is no call in the session's history
+    closing: bool  # the close tool: a lifecycle step, neither claimed nor recorded
     harmless: bool  # read-only or idempotent by the server's own annotations
     checked: Session | None  # read in this request (legacy layer): live and active
+    resumed: claims.Claim | None  # claimed by an earlier round of this call
+    round_number: int
 
 
-class CallRouting:
-    """How the extension routes a ``tools/call``, by its own settings and its server's tools."""
+@dataclass(frozen=True)
+class Routing:
+    """Routes by ``server``'s tools and the extension's tool and argument names; a call's key,
+    when the client sends none, is drawn from ``ids``."""
 
-    store: AsyncSessionStore
-    open_tool: str | None
+    server: MCPServer
+    ids: IdFactory
     handle_argument: str
     idempotency_argument: str
-    _server: MCPServer | None
+    open_tool: str | None
+    close_tool: str | None
 
-    def _route(
-        self,
-        params: CallToolRequestParams,
-        arguments: dict[str, Any],
-        declared: dict[str, Any],
-        tool: Tool,
-        session_id: str,
-        owner: str | None,
-        legacy: Session | None,
-    ) -> Route:
-        key = meta_id(params.meta, TOOL_CALL_ID_KEY)
-        if key is None and self.idempotency_argument in declared:
-            value = arguments.get(self.idempotency_argument)
-            key = None if value is None else checked_id(value, self.idempotency_argument)
+    def route(
+        self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any]
+    ) -> Route | None:
+        """This call's route, or None: the SDK serves it alone (it refuses the call, or the
+        tool needs no session and was called without one)."""
+        # 2.3.0 has no public lookup of one registered tool with its argument model.
+        tool = self.server._tool_manager.get_tool(params.name)
+        # SEP-2575: refused (-32021) before anything is claimed.
+        check_client_capabilities(self.server, params.name, ctx)
+        arguments: dict[str, Any] = dict(params.arguments or {})
+        if tool is None or not valid(tool, arguments):
+            return None
+        declared = tool.parameters.get("properties", {})
+        legacy = legacy_session(ctx)
+        session_id = self._session_id(arguments, params.meta, legacy, declared)
+        if session_id is None:
+            if self.handle_argument in declared:
+                raise self._session_required(params.name, ctx.protocol_version)
+            return None
+        if legacy is not None and legacy.session_id != session_id:
+            legacy = None  # an explicit handle names another session: check that one
+        closing = params.name == self.close_tool
+        tool_call_id, resumed, round_number = "", None, 1
+        if not closing:
+            key = self._key(params.meta, arguments, declared)
+            tool_call_id = key if key is not None else self.ids.token()
+            # A later round of a multi-round-trip call we claimed carries its claim.
+            resumed, round_number = rounds.resume(params, session_id, arguments) or (None, 1)
+            if resumed is not None:
+                tool_call_id = resumed.tool_call_id
         hints = tool.annotations
         # The server's own hints, so they can be trusted: re-running such a tool is harmless.
         harmless = hints is not None and bool(hints.read_only_hint or hints.idempotent_hint)
         return Route(
+            tool_name=params.name,
+            arguments=arguments,
             session_id=session_id,
-            owner=owner,
-            tool_call_id=key if key is not None else self.store.ids.token(),
-            keyed=key is not None,
+            owner=principal_owner(),
+            tool_call_id=tool_call_id,
+            closing=closing,
             harmless=harmless,
             checked=legacy,
+            resumed=resumed,
+            round_number=round_number,
         )
 
-    def _tool(self, name: str) -> Tool | None:
-        if self._server is None:
-            raise MCPError(
-                INTERNAL_ERROR,
-                "SessionStoreExtension is not attached to its server: call "
-                "extension.attach(server) (create_server does)",
-            )
-        # 2.3.0 has no public lookup of one registered tool with its argument model.
-        return self._server._tool_manager.get_tool(name)
+    def _key(self, meta: Any, arguments: dict[str, Any], declared: dict[str, Any]) -> str | None:
+        """``_meta``'s tool-call id, else the idempotency argument: the client's key, if any."""
+        key = meta_id(meta, TOOL_CALL_ID_KEY)
+        if key is None and self.idempotency_argument in declared:
+            value = arguments.get(self.idempotency_argument)
+            key = None if value is None else checked_id(value, self.idempotency_argument)
+        return key
 
     def _session_id(
         self,

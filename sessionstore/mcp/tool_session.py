@@ -1,12 +1,14 @@
 """A tool's own session, reached without a parameter for it.
 
-The SDK calls a tool with the arguments the client sent and nothing else, so the interceptor
-(``middleware``) hands the session over in a context variable. Apart from the extension because
-this is all a tool's own code needs of it.
+The SDK calls a tool with the arguments the client sent and nothing else, so the extension
+hands the session over in a context variable, around each tool it runs (``calls``). Apart from
+the extension because this is all a tool's own code needs of it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -49,6 +51,16 @@ class NoToolSession(RuntimeError):
 CURRENT_SESSION: ContextVar[ToolSession | None] = ContextVar(
     "sessionstore_tool_session", default=None
 )
+
+
+@contextmanager
+def as_current(session: ToolSession) -> Iterator[None]:
+    """``session`` is ``current_session()`` for the code run inside."""
+    token = CURRENT_SESSION.set(session)
+    try:
+        yield
+    finally:
+        CURRENT_SESSION.reset(token)
 
 
 def current_session() -> ToolSession:
