@@ -8,19 +8,24 @@ client's answer is a new POST, and behind a load balancer that lands on any inst
 question is an item in its session's partition, ``ask#<id>`` (``AskItem``); whichever instance
 receives the answer writes it into that item, once; the instance that asked polls for it.
 
-* ``ask``: one PutItem if the id is free (1 WCU).
-* ``answer``: one UpdateItem on ``the ask exists, has no answer and its time is not up`` --
+* ``ask``: one PutItem if the id is free (1 WCU). The id starts with the time, so asks sort in
+  the order they were made.
+* ``answer``: one UpdateItem on ``the ask exists, was not answered and its time is not up`` --
   the first answer is taken; a refusal's ALL_OLD tells a repeat (the client re-sending its POST)
   from an answer to nothing (1 WCU per KB of the item).
 * ``poll``: one strongly consistent Query from the ask to the metadata item (``ask#`` sorts just
   before ``metadata``, and nothing else does): the answer if it is in, and the session checked
-  live and active in the same read -- 1 RCU while the items are under 4 KB together.
+  live and active in the same read. The range holds this ask, the asks made after it that are
+  still open, and the metadata item -- 1 RCU while they are under 4 KB together.
+* ``settle``: one UpdateItem that removes the answer once the asker has read it, so no answer
+  sits in a later ask's range (TTL deletes the ask itself, but late).
 
-Nothing else reads the ``ask#`` range; TTL deletes an ask once its time is up.
+Nothing else reads the ``ask#`` range.
 """
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, ClassVar
@@ -39,6 +44,7 @@ from .conditions import (
     exists,
     item_to_wire,
     put_item,
+    remove,
     update_item,
 )
 from .errors import DynamoDBError, ItemTooLarge, SessionNotActive
@@ -63,7 +69,7 @@ class AskItem(Field):
     DEADLINE = "deadline"  # epoch ms: no answer is taken after it
     TTL = "ttl"  # epoch seconds: the deadline, rounded up
     ANSWER = "answer"  # JSON text: the client's ``{"result": ...}`` or ``{"error": ...}``
-    ANSWERED_AT = "answeredAt"
+    ANSWERED_AT = "answeredAt"  # set with the answer, kept once it is removed (``settle``)
 
 
 K = AskItem
@@ -82,8 +88,8 @@ def ask_key(session_id: str, ask_id: str) -> dict[str, Any]:
 
 
 def open_until(now_ms: int) -> Condition:
-    """The ask still takes an answer: it exists, has none, and its deadline is ahead."""
-    unanswered = absent(K.ANSWER)
+    """The ask still takes an answer: it exists, was not answered, and its deadline is ahead."""
+    unanswered = absent(K.ANSWERED_AT)
     ahead = clause("open_until", "{} > {}", Name(K.DEADLINE), Value(now_ms))
     return exists() & unanswered & ahead
 
@@ -142,18 +148,30 @@ class PutAnswer(Plan[Delivery]):
     def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Delivery:
         assert isinstance(failure, ConditionFailed)
         old = failure.old
-        if old is None or K.ANSWER not in old:
+        if old is None or K.ANSWERED_AT not in old:
             return Delivery.UNKNOWN  # never asked, deleted, or past its deadline unanswered
         # Ours, landed before a lost response, or an earlier copy of the same POST: taken.
-        return Delivery.TAKEN if old[K.ANSWER] == self.answer else Delivery.REPEATED
+        return Delivery.TAKEN if old.get(K.ANSWER) == self.answer else Delivery.REPEATED
 
 
-def ask(backend: Backend, session_id: str, ask_id: str, method: str, wait_ms: int) -> int:
-    """Open an ask that takes an answer for ``wait_ms``: one PutItem. Returns its deadline."""
-    validate_id(ask_id, "ask_id")
-    deadline_ms = backend.now_ms() + wait_ms
+def ask(
+    backend: Backend, session_id: str, token: str, method: str, wait_ms: int
+) -> tuple[str, int]:
+    """Open an ask that takes an answer for ``wait_ms``: one PutItem. Returns its id (the
+    time, then ``token``, unique per instance) and its deadline (epoch ms)."""
+    now_ms = backend.now_ms()
+    ask_id = validate_id(f"{now_ms:013d}-{token}", "ask_id")
+    deadline_ms = now_ms + wait_ms
     backend.drive(PutAsk(backend.table, session_id, ask_id, method, deadline_ms), "ask")
-    return deadline_ms
+    return ask_id, deadline_ms
+
+
+def settle(backend: Backend, session_id: str, ask_id: str) -> None:
+    """Remove the answer the asker has read (the ask stays answered): one UpdateItem."""
+    key = ask_key(session_id, validate_id(ask_id, "ask_id"))
+    request = update_item(backend.table, key, remove(Name(K.ANSWER)), exists(), returns=None)
+    with suppress(ConditionFailed):  # gone already (TTL): nothing to remove
+        backend.send("update_item", request)
 
 
 def answer(backend: Backend, session_id: str, ask_id: str, answer_text: str) -> Delivery:
@@ -185,4 +203,13 @@ def poll(backend: Backend, session_id: str, ask_id: str, owner: str | None) -> s
     return found
 
 
-__all__ = ["ANSWER_MAX_BYTES", "ASK_PREFIX", "AskItem", "Delivery", "answer", "ask", "poll"]
+__all__ = [
+    "ANSWER_MAX_BYTES",
+    "ASK_PREFIX",
+    "AskItem",
+    "Delivery",
+    "answer",
+    "ask",
+    "poll",
+    "settle",
+]

@@ -3,6 +3,8 @@
 ================  ==========================  =========  =====================================
 item              sk                          mutable    holds
 ================  ==========================  =========  =====================================
+ask               ``ask#<time>-<token>``      once       a tool's request to the client and its
+                                                         answer (``asks``), ttl
 session metadata  ``metadata``                versioned  status, counters, owner, ttl, tokens
 attributes        ``metadata#attributes``     versioned  the session's attributes (``attributes``)
 context page      ``msg#<last seq>``          never      one append's messages, first seq, ttl
@@ -10,7 +12,8 @@ tool call         ``tool#<id>``               once       claimed -> recorded: na
                                                          input, output, duration, ttl
 ================  ==========================  =========  =====================================
 
-Sort keys sort ``metadata`` < ``metadata#attributes`` < ``msg#...`` < ``tool#...``, so
+Sort keys sort ``ask#...`` < ``metadata`` < ``metadata#attributes`` < ``msg#...`` < ``tool#...``,
+so an ask is read with the metadata item alone (``asks.poll``), and
 ``sk BETWEEN "metadata" AND "tool$"`` reads the session, the context and the tool calls in one
 Query; ``sk BETWEEN "metadata" AND "msg$"`` reads the session and the context alone. A tool call is
 keyed by its id (the idempotency key); the history is sorted by recording time after the read

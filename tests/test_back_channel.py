@@ -25,7 +25,8 @@ from mcp_types import (
 )
 
 import sessionstore as ss
-from sessionstore import asks, schema
+from sessionstore import asks, schema, sizing
+from sessionstore.conditions import item_to_wire as to_wire_item
 from sessionstore.errors import ItemTooLarge, SessionExpired, SessionNotActive, SessionNotFound
 from sessionstore.local import LocalDynamoDB
 from sessionstore.mcp import RunningServer, create_app, create_server
@@ -58,59 +59,77 @@ def _run(main: Callable[[], Awaitable[Any]]) -> Any:
 
 def test_an_ask_takes_its_first_answer_once(store: ss.SessionStore, active: ss.Session) -> None:
     backend, sid = store.backend, active.session_id
-    asks.ask(backend, sid, "q1", "sampling/createMessage", 60_000)
-    assert asks.poll(backend, sid, "q1", "alice") is None
+    q1, _ = asks.ask(backend, sid, "t-1", "sampling/createMessage", 60_000)
+    assert q1 == "1767268800000-t-1"  # the time first: asks sort in the order they were made
+    assert asks.poll(backend, sid, q1, "alice") is None
 
     first = json.dumps({"result": {"text": "Paris"}})
-    assert asks.answer(backend, sid, "q1", first) is asks.Delivery.TAKEN
+    assert asks.answer(backend, sid, q1, first) is asks.Delivery.TAKEN
     # The same POST again (a client re-sending it) is taken as it was; another answer is not.
-    assert asks.answer(backend, sid, "q1", first) is asks.Delivery.TAKEN
+    assert asks.answer(backend, sid, q1, first) is asks.Delivery.TAKEN
     later = json.dumps({"result": {"text": "Lyon"}})
-    assert asks.answer(backend, sid, "q1", later) is asks.Delivery.REPEATED
-    assert asks.poll(backend, sid, "q1", "alice") == first
+    assert asks.answer(backend, sid, q1, later) is asks.Delivery.REPEATED
+    assert asks.poll(backend, sid, q1, "alice") == first
+    # Read, the answer is removed; the ask stays answered.
+    asks.settle(backend, sid, q1)
+    assert asks.poll(backend, sid, q1, "alice") is None
+    assert asks.answer(backend, sid, q1, later) is asks.Delivery.REPEATED
     # An answer to nothing is refused, and writes nothing.
     assert asks.answer(backend, sid, "nobody-asked", first) is asks.Delivery.UNKNOWN
-    assert [i["sk"] for i in _items(store) if i["sk"].startswith(asks.ASK_PREFIX)] == ["ask#q1"]
+    (ask,) = [i for i in _items(store) if i["sk"].startswith(asks.ASK_PREFIX)]
+    assert ask["sk"] == f"ask#{q1}" and "answer" not in ask and "answeredAt" in ask
 
 
 def test_an_answer_after_the_deadline_is_refused(
     store: ss.SessionStore, active: ss.Session, clock: ss.ManualClock
 ) -> None:
     backend, sid = store.backend, active.session_id
-    asks.ask(backend, sid, "q1", "elicitation/create", 5_000)
+    q1, deadline = asks.ask(backend, sid, "t-1", "elicitation/create", 5_000)
+    assert deadline == clock.now_ms() + 5_000
     clock.advance(seconds=5)
-    assert asks.answer(backend, sid, "q1", '{"result":{}}') is asks.Delivery.UNKNOWN
-    assert asks.poll(backend, sid, "q1", "alice") is None
+    assert asks.answer(backend, sid, q1, '{"result":{}}') is asks.Delivery.UNKNOWN
+    assert asks.poll(backend, sid, q1, "alice") is None
 
 
 def test_a_poll_ends_when_the_session_does(
     store: ss.SessionStore, active: ss.Session, clock: ss.ManualClock
 ) -> None:
     backend, sid = store.backend, active.session_id
-    asks.ask(backend, sid, "q1", "sampling/createMessage", 60_000)
+    q1, _ = asks.ask(backend, sid, "t-1", "sampling/createMessage", 60_000)
     with pytest.raises(SessionNotFound):
-        asks.poll(backend, sid, "q1", "bob")  # another principal's session looks missing
+        asks.poll(backend, sid, q1, "bob")  # another principal's session looks missing
     store.begin_close(sid, owner="alice")
     with pytest.raises(SessionNotActive):
-        asks.poll(backend, sid, "q1", "alice")
+        asks.poll(backend, sid, q1, "alice")
     other = store.create_session(owner="alice", ttl_seconds=60)
     store.activate(other.session_id, owner="alice")
-    asks.ask(backend, other.session_id, "q2", "sampling/createMessage", 600_000)
+    q2, _ = asks.ask(backend, other.session_id, "t-2", "sampling/createMessage", 600_000)
     clock.advance(seconds=61)
     with pytest.raises(SessionExpired):
-        asks.poll(backend, other.session_id, "q2", "alice")
+        asks.poll(backend, other.session_id, q2, "alice")
 
 
-def test_a_poll_is_one_query_and_reads_beside_the_session_are_unchanged(
-    store: ss.SessionStore, active: ss.Session, requests: RequestLog
+def test_a_poll_is_one_query_of_small_items_and_reads_beside_the_session_are_unchanged(
+    store: ss.SessionStore, active: ss.Session, clock: ss.ManualClock, requests: RequestLog
 ) -> None:
     backend, sid = store.backend, active.session_id
     store.append_context(sid, [{"role": "user", "text": "hi"}], owner="alice")
-    asks.ask(backend, sid, "q1", "sampling/createMessage", 60_000)
+    # An earlier ask, answered with 300 KB, read and settled; then the one polled.
+    earlier, _ = asks.ask(backend, sid, "t-1", "sampling/createMessage", 60_000)
+    big = json.dumps({"result": {"text": "x" * 300_000}})
+    assert asks.answer(backend, sid, earlier, big) is asks.Delivery.TAKEN
+    clock.advance(ms=1)
+    q2, _ = asks.ask(backend, sid, "t-2", "sampling/createMessage", 60_000)
+    asks.settle(backend, sid, earlier)
     requests.reset()
-    asks.poll(backend, sid, "q1", "alice")
+    assert asks.poll(backend, sid, q2, "alice") is None
     assert requests.operations == ["Query"]
-    # The ask sorts before the metadata item: the session's own Queries never see it.
+    # What that Query read: the polled ask and the metadata item, 1 read unit.
+    polled = list(backend.query(schema.pk(sid), f"ask#{q2}", schema.META_SK))
+    assert [i["sk"] for i in polled] == [f"ask#{q2}", schema.META_SK]
+    raw = [to_wire_item(i) for i in polled]
+    assert sizing.query_read_units(sizing.item_size(i) for i in raw) == 1
+    # The asks sort before the metadata item: the session's own Queries never see them.
     assert list(store.context(sid, owner="alice")) == [{"role": "user", "text": "hi"}]
     loaded = store.load(sid, owner="alice")
     assert loaded.session.message_count == 1 and loaded.tool_calls == []
@@ -121,11 +140,11 @@ def test_an_answer_past_the_bound_is_refused_whole(
     store: ss.SessionStore, active: ss.Session
 ) -> None:
     backend, sid = store.backend, active.session_id
-    asks.ask(backend, sid, "q1", "sampling/createMessage", 60_000)
+    q1, _ = asks.ask(backend, sid, "t-1", "sampling/createMessage", 60_000)
     huge = json.dumps({"result": {"text": "x" * asks.ANSWER_MAX_BYTES}})
     with pytest.raises(ItemTooLarge):
-        asks.answer(backend, sid, "q1", huge)
-    assert asks.poll(backend, sid, "q1", "alice") is None
+        asks.answer(backend, sid, q1, huge)
+    assert asks.poll(backend, sid, q1, "alice") is None
 
 
 # ---------------------------------------------------------------------------- over HTTP
@@ -138,7 +157,7 @@ class Asked:
         self.delay = delay
         self.before = before
         self.methods: list[str] = []
-        #: (instance, operation, ask key) of every write to an ask item, in order.
+        #: (instance, ask | answer | settle, ask key) of every write to an ask item, in order.
         self.writes: list[tuple[int, str, str]] = []
 
     async def sample(self, context: Any, params: CreateMessageRequestParams) -> CreateMessageResult:
@@ -164,7 +183,9 @@ def _watch_asks(store: ss.SessionStore, instance: int, writes: list[tuple[int, s
         key = params.get("Key") or params.get("Item") or {}
         sk = key.get("sk", {}).get("S", "")
         if sk.startswith(asks.ASK_PREFIX):
-            writes.append((instance, event_name.rsplit(".", 1)[-1], sk))
+            update = params.get("UpdateExpression", "")
+            what = "ask" if not update else ("answer" if update.startswith("SET") else "settle")
+            writes.append((instance, what, sk))
 
     for operation in ("PutItem", "UpdateItem"):
         store.client.meta.events.register(f"provide-client-params.dynamodb.{operation}", seen)
@@ -222,17 +243,22 @@ def test_a_tool_asks_the_client_and_the_answer_reaches_it_through_the_other_inst
             items = _items(stores[0])
 
         # Each ask was opened by one instance and answered by the other.
-        opened = {sk: i for i, operation, sk in asked.writes if operation == "PutItem"}
-        answered = {sk: i for i, operation, sk in asked.writes if operation == "UpdateItem"}
-        assert len(opened) == 2 and opened.keys() == answered.keys()
-        assert all(opened[sk] != answered[sk] for sk in opened), asked.writes
+        by = {
+            what: {sk: i for i, w, sk in asked.writes if w == what}
+            for what in ("ask", "answer", "settle")
+        }
+        assert (
+            len(by["ask"]) == 2 and by["ask"].keys() == by["answer"].keys() == by["settle"].keys()
+        )
+        # ... answered by the other instance, and settled by the one that asked, once it read it.
+        assert all(by["answer"][sk] != by["ask"][sk] == by["settle"][sk] for sk in by["ask"])
 
         asked_items = [i for i in items if i["sk"].startswith(asks.ASK_PREFIX)]
         assert sorted(i["method"] for i in asked_items) == [
             "elicitation/create",
             "sampling/createMessage",
         ]
-        assert all("answer" in i for i in asked_items)
+        assert all("answeredAt" in i and "answer" not in i for i in asked_items)
         # Each call ran once and was recorded once.
         calls = [i for i in items if i["sk"].startswith(schema.TOOL_PREFIX)]
         assert sorted(i["toolName"] for i in calls) == ["test_elicitation", "test_sampling"]
@@ -292,7 +318,7 @@ def test_an_answer_post_for_nothing_gets_202_and_writes_nothing(
                 "content-type": "application/json",
                 "accept": "application/json, text/event-stream",
             }
-            body = {"jsonrpc": "2.0", "id": f"{ASK_ID_PREFIX}t-9999", "result": {}}
+            body = {"jsonrpc": "2.0", "id": f"{ASK_ID_PREFIX}0-t-9999", "result": {}}
             url = f"{proxy.backends[0]}/mcp"
             async with httpx2.AsyncClient(timeout=10) as http:
                 answered = await http.post(url, json=body, headers=headers)
@@ -313,3 +339,109 @@ def test_a_wait_that_is_not_shorter_than_the_lease_is_refused_when_the_app_is_bu
     server = create_server(store, state_keys=KEYS)  # lease_seconds=300
     with pytest.raises(ss.InvalidInput, match="wait_seconds"):
         create_app(server, answer_wait_seconds=seconds)
+
+
+# ---------------------------------------------------------------------------- raw HTTP: the edges
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"sampling": {}, "elicitation": {}},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def _call(name: str, arguments: dict[str, Any], request_id: int = 2) -> dict[str, Any]:
+    params = {"name": name, "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+async def _event(lines: AsyncIterator[str]) -> dict[str, Any]:
+    async for line in lines:
+        if line.startswith("data: "):
+            return dict(json.loads(line.removeprefix("data: ")))
+    raise AssertionError("the stream ended without an event")
+
+
+@asynccontextmanager
+async def one_instance(
+    store: ss.SessionStore,
+) -> AsyncIterator[tuple[str, httpx2.AsyncClient, dict[str, str]]]:
+    server = create_server(store, state_keys=KEYS)
+    fx.add_conformance_fixtures(server)
+    async with (
+        RunningServer(create_app(server)) as running,
+        httpx2.AsyncClient(timeout=10) as http,
+    ):
+        opened = await http.post(running.url, json=INITIALIZE, headers=HEADERS)
+        session = {
+            **HEADERS,
+            "mcp-session-id": opened.headers["mcp-session-id"],
+            "mcp-protocol-version": "2025-11-25",
+        }
+        yield running.url, http, session
+
+
+def test_a_client_that_disconnects_mid_call_ends_that_call_alone(client: Any, table: str) -> None:
+    store = ss.SessionStore(client, table)
+    store.create_table()
+
+    async def main() -> None:
+        async with one_instance(store) as (url, http, session):
+            for n in range(3):
+                # The tool logs, sleeps and logs again: the client leaves after the first log.
+                call = _call("test_tool_with_logging", {}, request_id=10 + n)
+                async with http.stream("POST", url, json=call, headers=session) as stream:
+                    await _event(stream.aiter_lines())
+                await asyncio.sleep(0.3)  # the tool's next write finds the stream gone
+                listed = await http.post(url, json=_call("test_simple_text", {}), headers=session)
+                assert listed.status_code == 200, listed.text
+
+    _run(main)
+
+
+def test_an_answer_post_is_checked_as_the_sdk_checks_a_post(client: Any, table: str) -> None:
+    store = ss.SessionStore(client, table)
+    store.create_table()
+
+    async def main() -> None:
+        async with one_instance(store) as (url, http, session):
+            answer = {"jsonrpc": "2.0", "id": f"{ASK_ID_PREFIX}0-t-1", "result": {}}
+            foreign = await http.post(url, json=answer, headers={**session, "host": "evil.example"})
+            text_only = await http.post(
+                url, json=answer, headers={**session, "accept": "text/plain"}
+            )
+            nested = b'{"id": "ask-0-t-1", "result": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+            deep = await http.post(url, content=nested, headers=session)
+            assert foreign.status_code == 421
+            assert text_only.status_code == 406
+            assert 400 <= deep.status_code < 500, deep.text
+
+    _run(main)
+
+
+def test_an_answer_too_large_to_keep_reaches_the_tool_as_an_error(client: Any, table: str) -> None:
+    store = ss.SessionStore(client, table)
+    store.create_table()
+
+    async def main() -> None:
+        async with one_instance(store) as (url, http, session):
+            call = _call("test_sampling", {"prompt": "Say a lot"})
+            async with http.stream("POST", url, json=call, headers=session) as stream:
+                lines = stream.aiter_lines()
+                asked = await _event(lines)
+                content = {"type": "text", "text": "x" * (asks.ANSWER_MAX_BYTES + 1)}
+                result = {"role": "assistant", "content": content, "model": "m"}
+                answer = {"jsonrpc": "2.0", "id": asked["id"], "result": result}
+                posted = await http.post(url, json=answer, headers=session)
+                done = await _event(lines)
+            assert posted.status_code == 202
+            assert done["result"]["isError"] is True
+            assert "too large to keep" in done["result"]["content"][0]["text"]
+
+    _run(main)

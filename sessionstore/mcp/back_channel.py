@@ -4,19 +4,23 @@ Layer: MCP, over the core's ``asks``; ``http_sessions`` installs it. Why: a tool
 session may ask the client mid-call (``ctx.session.create_message``, ``elicit_form``). The SDK
 writes the request to the call's own response stream and waits in memory for the answer; but the
 client's answer is a new POST, which behind a load balancer reaches any instance, and a
-stateless transport has no memory to wait in. So each such request is served here:
+stateless transport has no memory to wait in. So a session's requests are served here:
 
-* on the asking instance, between the call's transport and the SDK's dispatcher: the request's
-  JSON-RPC id is replaced by an ask id (``ASK_ID_PREFIX`` + a token, unique across instances),
-  the ask is opened in the table (``asks.ask``, 1 WCU), and the call polls for its answer
-  (``asks.poll``: one consistent Query, 1 RCU) on a schedule that slows to once a second:
-  ``POLLS`` -- 6 reads in the first 1.6 s, then 1 read (1 RCU) per second of waiting;
-* on whichever instance the answer reaches (``deliver``): it is written into the ask, the
-  first answer only, and the POST gets 202.
+* on the asking instance, between the call's transport and the SDK's dispatcher (``_Relay``):
+  the request's JSON-RPC id is replaced by an ask id (``ASK_ID_PREFIX`` + the time + a token,
+  unique across instances), the ask is opened in the table (``asks.ask``, 1 WCU), and the call
+  polls for its answer (``asks.poll``: one consistent Query, 1 RCU) on a schedule that slows to
+  once a second: ``POLLS`` -- 5 reads in the first 1.55 s, then 1 read a second of waiting. The
+  answer read, it is removed from the ask (``asks.settle``, 1 WCU);
+* on whichever instance the answer reaches: the POST is checked as the SDK's transport checks
+  it (Host, Origin, Accept, Content-Type, JSON-RPC), then written into the ask, the first answer
+  only (``asks.answer``), and answered 202 once it is in the table -- 503 if the store failed,
+  so the client may send it again.
 
-The wait is bounded (``wait_seconds``, 240 by default: the tool sees a timeout error) and ends
-with a clear error as soon as a poll finds the session closing, closed, expired or gone. A tool
-call stays claimed while it waits, so the call as a whole still runs at most once.
+The wait is bounded (``wait_seconds``, 240 by default: then the tool sees a timeout error), each
+ask on its own, and ends with a clear error as soon as a poll finds the session closing, closed,
+expired or gone. Nothing of the relay's may fail the server: a client that disconnects mid-call
+ends that call alone.
 """
 
 from __future__ import annotations
@@ -30,11 +34,13 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import anyio
+import pydantic_core
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.connection import Connection
 from mcp.server.runner import serve_connection
-from mcp.server.streamable_http import StreamableHTTPServerTransport
+from mcp.server.streamable_http import StreamableHTTPServerTransport, check_accept_headers
+from mcp.server.transport_security import TransportSecurityMiddleware
 from mcp.shared._context_streams import ContextReceiveStream
 from mcp.shared._stream_protocols import WriteStream
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
@@ -44,6 +50,7 @@ from mcp_types import (
     CONNECTION_CLOSED,
     DEFAULT_NEGOTIATED_VERSION,
     INTERNAL_ERROR,
+    INVALID_REQUEST,
     REQUEST_TIMEOUT,
     ErrorData,
     JSONRPCError,
@@ -51,8 +58,12 @@ from mcp_types import (
     JSONRPCRequest,
     JSONRPCResponse,
     RequestId,
+    jsonrpc_message_adapter,
 )
-from starlette.types import Receive, Scope, Send
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import Message, Receive, Scope, Send
 
 from .. import asks, codec
 from ..aio import AsyncSessionStore
@@ -66,6 +77,8 @@ ASK_ID_PREFIX: Final = "ask-"
 #: in milliseconds), then once a second for as long as the wait lasts.
 POLLS: Final = (0.05, 0.1, 0.2, 0.4, 0.8)
 _STEADY_POLL: Final = 1.0
+#: How long after the ask's deadline the last poll is (instances' clocks differ a little).
+_MARGIN: Final = 1.0
 #: Below the extension's default lease (300 s): the call stays claimed while its tool waits.
 DEFAULT_WAIT_SECONDS: Final = 240.0
 
@@ -97,6 +110,12 @@ class BackChannel:
                 # No session to keep an ask in, or no stream to send a request on.
                 await original(version, scope, receive, send)
                 return
+            if scope["method"] == "POST":
+                body, receive = await _buffered(receive)
+                answer = _answer_in(body)
+                if answer is not None:
+                    await self.take(manager, session, answer, scope, receive, send)
+                    return
             await self.serve(manager, version, session, scope, receive, send)
 
         manager._handle_stateless_request = handle
@@ -120,6 +139,12 @@ class BackChannel:
         )
 
         async def run(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+            try:
+                await relayed(task_status)
+            except Exception:  # never into the manager's task group: that would stop the server
+                logger.exception("a session's request failed in the back channel")
+
+        async def relayed(task_status: TaskStatus[None]) -> None:
             async with transport.connect() as (read_stream, write_stream):
                 relay = _Relay(self, session, write_stream)
                 dispatcher: JSONRPCDispatcher[TransportContext] = JSONRPCDispatcher(
@@ -158,43 +183,118 @@ class BackChannel:
             with anyio.CancelScope(shield=True):
                 await transport.terminate()
 
-    async def deliver(self, session: Session, body: bytes) -> bool:
-        """If ``body`` answers an ask (a JSON-RPC response or error whose id is an ask id),
-        write it into the ask and return True (the POST gets 202); else False. Raises
-        ``Unavailable`` when the store failed (the client may re-send)."""
-        if ASK_ID_PREFIX.encode() not in body:
-            return False
-        try:
-            message = json.loads(body)
-        except ValueError:
-            return False
-        if not isinstance(message, dict) or "method" in message:
-            return False
-        wire_id = message.get("id")
-        if not isinstance(wire_id, str) or not wire_id.startswith(ASK_ID_PREFIX):
-            return False
-        if "result" in message:
-            reply: dict[str, Any] = {"result": message["result"]}
-        elif "error" in message:
-            reply = {"error": message["error"]}
+    async def take(
+        self,
+        manager: Any,
+        session: Session,
+        answer: JSONRPCResponse | JSONRPCError,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """A POST that answers an ask: checked as the SDK's transport checks a POST, written
+        into the ask, then 202 (503 when the store failed: the client may send it again)."""
+        request = Request(scope, receive)
+        refused = await TransportSecurityMiddleware(manager.security_settings).validate_request(
+            request, is_post=True
+        )
+        if refused is None and check_accept_headers(request) != (True, True):
+            refused = JSONResponse(
+                {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {
+                        "code": INVALID_REQUEST,
+                        "message": (
+                            "Not Acceptable: Client must accept both application/json and "
+                            "text/event-stream"
+                        ),
+                    },
+                },
+                status_code=406,
+            )
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        if isinstance(answer, JSONRPCResponse):
+            reply: dict[str, Any] = {"result": answer.result}
         else:
-            return False
-        ask_id = wire_id.removeprefix(ASK_ID_PREFIX)
+            reply = {"error": answer.error.model_dump(mode="json", exclude_none=True)}
+        ask_id = str(answer.id).removeprefix(ASK_ID_PREFIX)
+        try:
+            delivery = await self._write_answer(session.session_id, ask_id, reply)
+        except Unavailable as exc:
+            response: Response = JSONResponse(
+                {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {
+                        "code": INTERNAL_ERROR,
+                        "message": (f"session store unavailable: {exc}"),
+                    },
+                },
+                status_code=503,
+            )
+        else:
+            if delivery is not asks.Delivery.TAKEN:
+                logger.info(
+                    "session %s: answer to %s %s", session.session_id, answer.id, delivery.value
+                )
+            response = Response(status_code=202)
+        await response(scope, receive, send)
+
+    async def _write_answer(
+        self, session_id: str, ask_id: str, reply: dict[str, Any]
+    ) -> asks.Delivery:
         backend = self.store.store.backend
         try:
             text = codec.encode(reply)
         except InvalidInput as exc:  # not JSON the store writes (NaN ...): the tool learns why
             text = _failure(INTERNAL_ERROR, f"the client's answer cannot be kept: {exc}")
         try:
-            delivery = await self.store.run(asks.answer, backend, session.session_id, ask_id, text)
+            return await self.store.run(asks.answer, backend, session_id, ask_id, text)
         except ItemTooLarge as exc:
             text = _failure(INTERNAL_ERROR, f"the client's answer is too large to keep: {exc}")
-            delivery = await self.store.run(asks.answer, backend, session.session_id, ask_id, text)
+            return await self.store.run(asks.answer, backend, session_id, ask_id, text)
         except InvalidInput:
-            return False  # not an id this layer made
-        if delivery is not asks.Delivery.TAKEN:
-            logger.info("session %s: answer to %s %s", session.session_id, wire_id, delivery.value)
-        return True
+            return asks.Delivery.UNKNOWN  # not an id this layer made
+
+
+def _answer_in(body: bytes) -> JSONRPCResponse | JSONRPCError | None:
+    """The answer to an ask that ``body`` is, or None (anything else goes on to the SDK, which
+    answers it as it would)."""
+    try:
+        raw = pydantic_core.from_json(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(raw, dict) or "method" in raw:
+        return None
+    wire_id = raw.get("id")
+    if not isinstance(wire_id, str) or not wire_id.startswith(ASK_ID_PREFIX):
+        return None
+    try:
+        message = jsonrpc_message_adapter.validate_python(raw, by_name=False)
+    except ValidationError:
+        return None
+    return message if isinstance(message, JSONRPCResponse | JSONRPCError) else None
+
+
+async def _buffered(receive: Receive) -> tuple[bytes, Receive]:
+    """The request body (the manager bounds its size) and a receive that replays it."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    pending: list[Message] = [{"type": "http.request", "body": b"".join(chunks)}]
+
+    async def replay() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return pending[0]["body"], replay
 
 
 def _failure(code: int, message: str) -> str:
@@ -202,10 +302,11 @@ def _failure(code: int, message: str) -> str:
 
 
 def _schedule(wait_seconds: float) -> list[float]:
-    """The pauses between polls, summing to ``wait_seconds``: a bounded count."""
+    """The pauses between polls: a bounded count, the last ``_MARGIN`` past the ask's deadline,
+    so an answer taken just before it is still read."""
     pauses: list[float] = []
-    left = wait_seconds
-    for pause in (*POLLS, *[_STEADY_POLL] * math.ceil(wait_seconds)):
+    left = wait_seconds + _MARGIN
+    for pause in (*POLLS, *[_STEADY_POLL] * math.ceil(left)):
         if left <= 0:
             break
         pauses.append(min(pause, left))
@@ -249,10 +350,19 @@ class _Relay:
                     except (anyio.EndOfStream, anyio.ClosedResourceError):
                         break  # closed under us at the transport's teardown: the same end
                     context = from_transport.last_context or contextvars.copy_context()
-                    await self._to_dispatcher_send.send((context, message))
+                    if not await self._to_dispatcher((context, message)):
+                        break
             # The transport is done: nobody is left to answer.
             waits.cancel_scope.cancel()
         self._to_dispatcher_send.close()
+
+    async def _to_dispatcher(self, envelope: _Envelope) -> bool:
+        """Hand a message to the dispatcher; False once it has stopped reading."""
+        try:
+            await self._to_dispatcher_send.send(envelope)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return False
+        return True
 
     async def _outbound(self, waits: TaskGroup) -> None:
         async with self._from_dispatcher:
@@ -265,19 +375,24 @@ class _Relay:
                     "notifications/cancelled"
                 ):
                     outgoing = self._cancelled(message, inner)
-                if outgoing is not None:
+                if outgoing is None:
+                    continue
+                try:
                     await self.to_transport.send(outgoing)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    # The client went away: the dispatcher's next write fails as its own does.
+                    return
 
     async def _ask(
         self, message: SessionMessage, request: JSONRPCRequest, waits: TaskGroup
     ) -> SessionMessage | None:
         store = self.channel.store
         backend = store.store.backend
-        ask_id = backend.token()
         wait_ms = int(self.channel.wait_seconds * 1000)
+        sid = self.session.session_id
         try:
-            deadline = await store.run(
-                asks.ask, backend, self.session.session_id, ask_id, request.method, wait_ms
+            ask_id, deadline = await store.run(
+                asks.ask, backend, sid, backend.token(), request.method, wait_ms
             )
         except SessionStoreError as exc:
             await self._answer(request.id, ErrorData(code=INTERNAL_ERROR, message=str(exc)))
@@ -285,7 +400,7 @@ class _Relay:
         scope = anyio.CancelScope()
         wire_id = f"{ASK_ID_PREFIX}{ask_id}"
         self.waiting[wire_id] = (request.id, scope)
-        waits.start_soon(self._wait, request.id, ask_id, deadline, scope)
+        waits.start_soon(self._wait, request.id, wire_id, ask_id, deadline, scope)
         return SessionMessage(request.model_copy(update={"id": wire_id}), message.metadata)
 
     def _cancelled(self, message: SessionMessage, note: JSONRPCNotification) -> SessionMessage:
@@ -300,30 +415,43 @@ class _Relay:
         return message
 
     async def _wait(
-        self, request_id: RequestId, ask_id: str, deadline_ms: int, scope: anyio.CancelScope
+        self,
+        request_id: RequestId,
+        wire_id: str,
+        ask_id: str,
+        deadline_ms: int,
+        scope: anyio.CancelScope,
     ) -> None:
+        with scope:
+            await self._poll(request_id, ask_id, deadline_ms)
+        self.waiting.pop(wire_id, None)
+
+    async def _poll(self, request_id: RequestId, ask_id: str, deadline_ms: int) -> None:
         store = self.channel.store
         backend = store.store.backend
         session_id, owner = self.session.session_id, self.session.owner
-        with scope:
-            for pause in _schedule(self.channel.wait_seconds):
-                await anyio.sleep(pause)
+        for pause in _schedule(self.channel.wait_seconds):
+            await anyio.sleep(pause)
+            try:
+                text = await store.run(asks.poll, backend, session_id, ask_id, owner)
+            except Unavailable as exc:  # the store, not the session: poll again
+                logger.warning("session %s: poll for an answer failed: %s", session_id, exc)
+                continue
+            except SessionStoreError as exc:
+                why = f"the session ended while the client was being asked: {exc}"
+                await self._answer(request_id, ErrorData(code=CONNECTION_CLOSED, message=why))
+                return
+            if text is not None:
+                await self._answer(request_id, _reply(text))
                 try:
-                    text = await store.run(asks.poll, backend, session_id, ask_id, owner)
-                except Unavailable as exc:  # the store, not the session: poll again
-                    logger.warning("session %s: poll for an answer failed: %s", session_id, exc)
-                    continue
-                except SessionStoreError as exc:
-                    why = f"the session ended while the client was being asked: {exc}"
-                    await self._answer(request_id, ErrorData(code=CONNECTION_CLOSED, message=why))
-                    return
-                if text is not None:
-                    await self._answer(request_id, _reply(text))
-                    return
-                if backend.now_ms() >= deadline_ms:
-                    break
-            why = f"no answer from the client within {self.channel.wait_seconds:g} s"
-            await self._answer(request_id, ErrorData(code=REQUEST_TIMEOUT, message=why))
+                    await store.run(asks.settle, backend, session_id, ask_id)
+                except SessionStoreError as exc:  # only bytes left for TTL: say so, go on
+                    logger.warning("session %s: answer not removed: %s", session_id, exc)
+                return
+            if backend.now_ms() >= deadline_ms + _MARGIN * 1000:
+                break
+        why = f"no answer from the client within {self.channel.wait_seconds:g} s"
+        await self._answer(request_id, ErrorData(code=REQUEST_TIMEOUT, message=why))
 
     async def _answer(self, request_id: RequestId, reply: dict[str, Any] | ErrorData) -> None:
         if isinstance(reply, ErrorData):
@@ -332,7 +460,7 @@ class _Relay:
             )
         else:
             message = JSONRPCResponse(jsonrpc="2.0", id=request_id, result=reply)
-        await self._to_dispatcher_send.send((contextvars.copy_context(), SessionMessage(message)))
+        await self._to_dispatcher((contextvars.copy_context(), SessionMessage(message)))
 
 
 def _reply(text: str) -> dict[str, Any] | ErrorData:

@@ -68,17 +68,11 @@ class LegacySessions:
     that mints them itself."""
 
     def __init__(
-        self,
-        app: ASGIApp,
-        extension: SessionStoreExtension,
-        *,
-        adopt_ids: bool = False,
-        back_channel: BackChannel | None = None,
+        self, app: ASGIApp, extension: SessionStoreExtension, *, adopt_ids: bool = False
     ) -> None:
         self.app = app
         self.extension = extension
         self.adopt_ids = adopt_ids
-        self.back_channel = back_channel
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope.get("headers") or ())
@@ -113,19 +107,6 @@ class LegacySessions:
             if session is None:
                 await _status(send, 404, "Session not found")
                 return
-            if self.back_channel is not None:
-                body, receive = await _buffer(receive)
-                if body is None:
-                    await _status(send, 413, "request body too large")
-                    return
-                try:
-                    answered = await self.back_channel.deliver(session, body)
-                except Unavailable as exc:  # the client may re-send its answer
-                    await _status(send, 503, f"session store unavailable: {exc}")
-                    return
-                if answered:  # an answer to a question a tool asked, on whichever instance
-                    await _status(send, 202, None)
-                    return
             scope[SESSION_SCOPE_KEY] = session
         await self.app(scope, receive, send)
 
@@ -388,22 +369,25 @@ def install(
     extension: SessionStoreExtension,
     *,
     adopt_ids: bool = False,
-    answer_wait_seconds: float = DEFAULT_WAIT_SECONDS,
+    answer_wait_seconds: float | None = None,
 ) -> None:
     """Put ``LegacySessions`` in front of a stateless ``StreamableHTTPSessionManager``'s
     ``asgi_app`` (inside the SDK's auth middleware, so the principal is known), and serve a
     session's requests with a back channel through the table (``back_channel``): a tool waits
-    at most ``answer_wait_seconds`` for the client's answer."""
-    if answer_wait_seconds * 1000 >= extension.lease_ms:
+    at most ``answer_wait_seconds`` for the client's answer to each request it sends -- by
+    default ``DEFAULT_WAIT_SECONDS``, or 80 % of the extension's lease if that is shorter, since
+    the call stays claimed while its tool waits."""
+    lease_seconds = extension.lease_ms / 1000
+    if answer_wait_seconds is None:
+        answer_wait_seconds = min(DEFAULT_WAIT_SECONDS, 0.8 * lease_seconds)
+    elif answer_wait_seconds >= lease_seconds:
         raise InvalidInput(
             f"answer_wait_seconds ({answer_wait_seconds:g}) must be shorter than the extension's"
-            f" lease ({extension.lease_ms // 1000} s): the call stays claimed while its tool waits"
+            f" lease ({lease_seconds:g} s): the call stays claimed while its tool waits"
         )
     back_channel = BackChannel(extension.store, answer_wait_seconds)
     back_channel.install(manager)
-    manager.asgi_app = LegacySessions(
-        manager.asgi_app, extension, adopt_ids=adopt_ids, back_channel=back_channel
-    )
+    manager.asgi_app = LegacySessions(manager.asgi_app, extension, adopt_ids=adopt_ids)
 
 
 __all__ = ["SESSION_HEADER", "LegacySessions", "install"]

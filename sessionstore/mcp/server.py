@@ -34,7 +34,6 @@ from ..errors import InvalidInput
 from ..store import SessionStore
 from ..telemetry import VERSION
 from . import http_sessions
-from .back_channel import DEFAULT_WAIT_SECONDS
 from .middleware import SessionStoreExtension
 from .protocol import SessionHandle
 from .sessions import DEFAULT_IDLE_SECONDS
@@ -217,7 +216,7 @@ def create_app(
     *,
     host: str = "127.0.0.1",
     adopt_session_ids: bool = False,
-    answer_wait_seconds: float = DEFAULT_WAIT_SECONDS,
+    answer_wait_seconds: float | None = None,
 ) -> Starlette:
     """The streamable-HTTP app, stateless: any instance serves any request, either protocol.
 
@@ -225,7 +224,8 @@ def create_app(
     (``http_sessions.LegacySessions``); ``adopt_session_ids``: create a session for an id the
     table does not know (a platform in front mints them). A tool in such a session may send
     the client a request (sampling, elicitation) and waits at most ``answer_wait_seconds`` for
-    the answer, which may reach any instance (``back_channel``)."""
+    the answer, which may reach any instance (``back_channel``; default 240 s, or 80 % of the
+    extension's lease if that is shorter)."""
     app = server.streamable_http_app(stateless_http=True, host=host)
     extension = SessionStoreExtension.attached_to(server)
     if extension is not None:
