@@ -35,13 +35,15 @@ class IdFactory(Protocol):
         """A new session id, unguessable in production (it is also the capability to use it)."""
 
     def token(self) -> str:
-        """A request token that tells our own write apart from somebody else's."""
+        """A token unique across instances: it tells our own write apart from somebody else's,
+        and names an ask (``asks``), whose id the client sees -- so never a secret."""
 
 
 class RandomIds:
     """Session ids carry 128 bits from the OS CSPRNG. Tokens only need to be unique, not
-    unguessable: 72 random bits per process, then a counter (``itertools.count`` is atomic
-    under the GIL), so a token costs no system call.
+    unguessable (an ask's id, which holds one, goes to the client; what guards an ask is its
+    session): 72 random bits per process, then a counter (``itertools.count`` is atomic under
+    the GIL), so a token costs no system call.
 
     The prefix is drawn again in a process forked after it was drawn (a pre-fork server, a
     ``multiprocessing`` fork pool) and is not pickled (a spawned worker handed the factory), so
