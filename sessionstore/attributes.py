@@ -48,7 +48,6 @@ from typing import Any, ClassVar, NamedTuple
 from . import codec, locking, reads, schema, validate, write_tokens
 from .backend import Again, Backend, Plan
 from .conditions import (
-    Bound,
     Clause,
     Condition,
     Name,
@@ -57,7 +56,6 @@ from .conditions import (
     absent,
     clause,
     equals,
-    fixed,
     item_to_wire,
     put_item,
     remove,
@@ -120,15 +118,6 @@ def attribute_texts(values: object, what: str) -> tuple[dict[str, str], int]:
     return texts, added
 
 
-# Built once; a change puts its values in them (``conditions.Bound``).
-_REV_UP = fixed(
-    set_("attrs_rev_up", "{} = {} + {}", Name(M.ATTRS_REV), Name(M.ATTRS_REV), Value(1))
-)
-_OURS = clause("not_closed", "{} <> {}", Name(M.STATUS), Value(Status.CLOSED.value)) & equals(
-    M.INCARNATION, ""
-)
-
-
 @dataclass(frozen=True, slots=True)
 class AttributesEdit:
     """The metadata side of a change (an ``Edit`` for ``locking.MetadataWrite``): the session is
@@ -141,13 +130,15 @@ class AttributesEdit:
     added: int
     incarnation: str
 
-    def update(self) -> Bound[Update]:
-        return _REV_UP
+    def update(self) -> Update:
+        rev = Name(M.ATTRS_REV)
+        return set_("attrs_rev_up", "{} = {} + {}", rev, rev, Value(1))
 
-    def condition(self) -> Bound[Condition]:
-        return Bound(_OURS, (Status.CLOSED.value, self.incarnation))
+    def condition(self) -> Condition:
+        not_closed = clause("not_closed", "{} <> {}", Name(M.STATUS), Value(Status.CLOSED.value))
+        return not_closed & equals(M.INCARNATION, self.incarnation)
 
-    def token_value(self, now_s: int) -> Bound[Clause]:
+    def token_value(self, now_s: int) -> Clause:
         return write_tokens.stamp(now_s)
 
     def judge(self, current: Session) -> Session | None:
@@ -203,7 +194,7 @@ class AttributesWrite(Plan[Changed]):
         )
 
     def request(self, now_ms: int) -> dict[str, Any]:
-        update, condition = self.meta.bound(now_ms)
+        update, condition = self.meta.parts(now_ms)
         key = schema.meta_key(self.edit.session_id)
         meta = update_item(self.meta.table, key, update, condition, returns=None)
         return {"TransactItems": [{"Update": meta}, self._attributes_action()]}

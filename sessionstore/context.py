@@ -38,7 +38,6 @@ from . import locking, reads, schema, sizing, validate
 from .backend import Backend, PageScope, Plan
 from .codec import JSON, decode
 from .conditions import (
-    Bound,
     Clause,
     Condition,
     Field,
@@ -46,7 +45,6 @@ from .conditions import (
     Update,
     Value,
     absent,
-    all_of,
     clause,
     put_item,
     set_,
@@ -60,7 +58,6 @@ from .errors import (
 )
 from .ids import MAX_TOKEN_LENGTH
 from .item import M
-from .lifecycle import status_is
 from .memory import Memory
 from .models import Session, Status
 from .wire import Cancelled, ConditionFailed, send_by
@@ -123,19 +120,6 @@ def page_item(
     }
 
 
-# Built once; each append puts its values in them (``conditions.Bound``).
-_COUNT, _SIZE = Name(M.MESSAGE_COUNT), Name(M.CONTEXT_BYTES)
-_RESERVE = set_("reserve", "{} = {} + {}", _COUNT, _COUNT, Value(0)) + set_(
-    "count_bytes", "{} = {} + {}", _SIZE, _SIZE, Value(0)
-)
-_ROOM = all_of(
-    status_is(Status.ACTIVE),
-    clause("room", "{} <= {}", _COUNT, Value(0)),
-    clause("room_bytes", "{} <= {}", _SIZE, Value(0)),
-)
-_RESERVATION = Clause("reservation", "{} + {}", (_COUNT, Value(0)))
-
-
 @dataclass(frozen=True, slots=True)
 class AppendEdit:
     """The reservation (an ``Edit`` for ``locking.write``): the next ``count`` seqs of an
@@ -150,17 +134,25 @@ class AppendEdit:
     max_bytes: int
     delay_s: int = 0  # ``stated_delay``: how much later than now the entry states
 
-    def update(self) -> Bound[Update]:
-        return Bound(_RESERVE, (self.count, self.added))
+    def update(self) -> Update:
+        count, size = Name(M.MESSAGE_COUNT), Name(M.CONTEXT_BYTES)
+        return set_("reserve", "{} = {} + {}", count, count, Value(self.count)) + set_(
+            "count_bytes", "{} = {} + {}", size, size, Value(self.added)
+        )
 
-    def condition(self) -> Bound[Condition]:
-        # The status it must have, then the room left for what this write adds.
-        room = (self.max_messages - self.count, self.max_bytes - self.added)
-        return Bound(_ROOM, (Status.ACTIVE.value, *room))
+    def condition(self) -> Condition:
+        active = clause("status_is", "{} = {}", Name(M.STATUS), Value(Status.ACTIVE.value))
+        room = clause(
+            "room", "{} <= {}", Name(M.MESSAGE_COUNT), Value(self.max_messages - self.count)
+        ) & clause(
+            "room_bytes", "{} <= {}", Name(M.CONTEXT_BYTES), Value(self.max_bytes - self.added)
+        )
+        return active & room
 
-    def token_value(self, now_s: int) -> Bound[Clause]:
+    def token_value(self, now_s: int) -> Clause:
         # The count before this write is the first seq it reserves (SET reads the old item).
-        return Bound(_RESERVATION, ((now_s + self.delay_s) * SEQ_SPAN,))
+        stated = (now_s + self.delay_s) * SEQ_SPAN
+        return Clause("reservation", "{} + {}", (Name(M.MESSAGE_COUNT), Value(stated)))
 
     def judge(self, current: Session) -> Session | None:
         if current.status is not Status.ACTIVE:
@@ -176,13 +168,6 @@ def first_seq(session: Session, token: str) -> int:
     """The first seq the landed reservation named ``token`` got; ``session`` is the item it
     left (or a later copy: the entry stays until the write has ended)."""
     return token_seq(session.write_tokens[key(token)])
-
-
-_PAGE_FREE = (
-    absent(P.PK)
-    | clause("ttl_passed", "{} <= {}", Name(P.TTL), Value(0))
-    | clause("other_incarnation", "{} <> {}", Name(P.INCARNATION), Value(""))
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +195,12 @@ class WritePage(Plan[None]):
                 maybe_applied=False,
             )
         incarnation = self.item[P.INCARNATION]["S"]
-        return put_item(self.table, self.item, Bound(_PAGE_FREE, (now_ms // 1000, incarnation)))
+        free = (
+            absent(P.PK)
+            | clause("ttl_passed", "{} <= {}", Name(P.TTL), Value(now_ms // 1000))
+            | clause("other_incarnation", "{} <> {}", Name(P.INCARNATION), Value(incarnation))
+        )
+        return put_item(self.table, self.item, free)
 
     def succeeded(self, response: dict[str, Any], now_ms: int) -> None:
         return None

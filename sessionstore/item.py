@@ -32,24 +32,12 @@ attribute         holds
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping
 from typing import Any
 
 from . import schema, sizing
 from .clock import parse_timestamp
-from .conditions import (
-    Bound,
-    Condition,
-    Field,
-    Name,
-    Update,
-    Value,
-    all_of,
-    clause,
-    item_to_wire,
-    set_,
-)
+from .conditions import Condition, Field, Name, Update, Value, clause, item_to_wire, set_
 from .errors import DynamoDBError, SessionExpired, SessionNotFound
 from .ids import MAX_ID_LENGTH, MAX_TOKEN_LENGTH
 from .models import Attributes, Session, Status, StoredAttributes
@@ -81,39 +69,7 @@ class Meta(Field):
 M = Meta  # short, for the clauses below and the pattern modules'
 
 _STATUS = {s.value: s for s in Status}
-_FIELDS = frozenset(m.value for m in Meta) - {M.PK, M.SK, M.OWNER, M.IDLE_FROM}
-#: The fields ``session_from_item`` reads, in one call and by their plain texts (a dict finds a
-#: StrEnum member more slowly than the str it equals; every write reads back the item it left).
-_READ = operator.itemgetter(
-    *(
-        m.value
-        for m in (
-            M.SESSION_ID,
-            M.VERSION,
-            M.STATUS,
-            M.CREATED_AT,
-            M.UPDATED_AT,
-            M.TTL,
-            M.IDLE,
-            M.IDLE_UNTIL,
-            M.INCARNATION,
-            M.MESSAGE_COUNT,
-            M.CONTEXT_BYTES,
-            M.TOKENS,
-            M.ATTRS_REV,
-        )
-    )
-)
-#: The last creation time parsed (text, epoch seconds): a session's is the same in every write.
-_CREATED: tuple[str, int] = ("", 0)
-
-
-def _created_s(text: str) -> int:
-    global _CREATED
-    last = _CREATED  # one tuple, replaced whole: safe to share between threads
-    if last[0] != text:
-        last = _CREATED = (text, parse_timestamp(text) // 1000)
-    return last[1]
+_FIELDS = frozenset(Meta) - {M.PK, M.SK, M.OWNER, M.IDLE_FROM}
 
 
 def session_from_item(
@@ -122,46 +78,33 @@ def session_from_item(
     """The metadata item (python-typed, as ``wire.to_python`` gives it) as a ``Session``, with
     the attributes read beside it (``reads.attach``: none unless given);
     ``DynamoDBError`` for an item this store did not write (a field missing)."""
-    if not item.keys() >= _FIELDS:
+    missing = _FIELDS.difference(item)
+    if missing:
         raise DynamoDBError(
             "UnexpectedItem",
-            f"metadata item {item.get(M.PK)!r} lacks {sorted(_FIELDS.difference(item))}: "
-            "not written by this store",
+            f"metadata item {item.get(M.PK)!r} lacks {sorted(missing)}: not written by this store",
         )
-    (
-        session_id,
-        version,
-        status,
-        created_at,
-        updated_at,
-        ttl,
-        idle,
-        idle_until,
-        incarnation,
-        count,
-        size,
-        tokens,
-        rev,
-    ) = _READ(item)
-    ttl, idle = int(ttl), int(idle)
+    ttl = int(item[M.TTL])
+    idle = int(item[M.IDLE])
+    created_s = parse_timestamp(item[M.CREATED_AT]) // 1000
     return Session(
-        session_id=session_id,
-        version=int(version),
-        status=_STATUS[status],
+        session_id=item[M.SESSION_ID],
+        version=int(item[M.VERSION]),
+        status=_STATUS[item[M.STATUS]],
         owner=item.get(M.OWNER),
-        created_at=created_at,
-        updated_at=updated_at,
+        created_at=item[M.CREATED_AT],
+        updated_at=item[M.UPDATED_AT],
         ttl=ttl,
-        message_count=int(count),
-        context_bytes=int(size),
-        incarnation=incarnation,
+        message_count=int(item[M.MESSAGE_COUNT]),
+        context_bytes=int(item[M.CONTEXT_BYTES]),
+        incarnation=item[M.INCARNATION],
         attributes=attributes if attributes is not None else Attributes(),
         attribute_bytes=attribute_bytes,
-        write_tokens={k: int(v) for k, v in tokens.items()},
-        attributes_rev=int(rev),
+        write_tokens={k: int(v) for k, v in item[M.TOKENS].items()},
+        attributes_rev=int(item[M.ATTRS_REV]),
         # An idle period as long as the whole ttl can never end the session first: fixed.
-        idle_seconds=idle if idle < ttl - _created_s(created_at) else None,
-        idle_until=int(idle_until),
+        idle_seconds=idle if idle < ttl - created_s else None,
+        idle_until=int(item[M.IDLE_UNTIL]),
     )
 
 
@@ -210,38 +153,22 @@ def owned(item: Mapping[str, Any], owner: str | None) -> bool:
 # ---------------------------------------------------------------------------- its guards
 
 
-# Built once; a request puts its values in them (``conditions.Bound``).
-_UNOWNED = clause("unowned", "attribute_not_exists({})", Name(M.OWNER))
-_OWNED_BY = clause("owned_by", "{} = {}", Name(M.OWNER), Value(""))
-_ALIVE = all_of(
-    clause("exists", "attribute_exists({})", Name(M.PK)),
-    clause("before_ttl", "{} > {}", Name(M.TTL), Value(0)),
-    clause("not_idle", "{} > {}", Name(M.IDLE_UNTIL), Value(0)),
-)
-_ALIVE_UNOWNED = all_of(_ALIVE, _UNOWNED)
-_ALIVE_OWNED = all_of(_ALIVE, _OWNED_BY)
-_IDLE_MOVED = set_("idle_until", "{} = {} + {}", Name(M.IDLE_UNTIL), Name(M.IDLE), Value(0)) + set_(
-    "idle_from", "{} = {}", Name(M.IDLE_FROM), Value(0)
-)
-_NOT_BACK = ~clause("idle_from_later", "{} > {}", Name(M.IDLE_FROM), Value(0))
-
-
 def owned_by(owner: str | None) -> Condition:
     """The item belongs to ``owner`` (None: to nobody)."""
-    return _UNOWNED if owner is None else Bound(_OWNED_BY, (owner,)).build()
+    if owner is None:
+        return clause("unowned", "attribute_not_exists({})", Name(M.OWNER))
+    return clause("owned_by", "{} = {}", Name(M.OWNER), Value(owner))
 
 
 def alive(owner: str | None, now_s: int) -> Condition:
     """The session item exists, has not expired -- neither its cap ``ttl`` nor its idle
     deadline ``idleUntil`` has passed -- and belongs to ``owner``."""
-    return alive_bound(owner, now_s).build()
-
-
-def alive_bound(owner: str | None, now_s: int) -> Bound[Condition]:
-    """``alive``, as a write sends it."""
-    if owner is None:
-        return Bound(_ALIVE_UNOWNED, (now_s, now_s))
-    return Bound(_ALIVE_OWNED, (now_s, now_s, owner))
+    return (
+        clause("exists", "attribute_exists({})", Name(M.PK))
+        & clause("before_ttl", "{} > {}", Name(M.TTL), Value(now_s))
+        & clause("not_idle", "{} > {}", Name(M.IDLE_UNTIL), Value(now_s))
+        & owned_by(owner)
+    )
 
 
 def idle_moved(now_s: int) -> tuple[Update, Condition]:
@@ -254,13 +181,11 @@ def idle_moved(now_s: int) -> tuple[Update, Condition]:
     A writer whose clock lags behind the last one's (``idleFrom`` later than its ``:now``) is
     refused, and sends its write again without moving the deadline (``idle_ahead``). Clocks a
     second apart rarely meet it."""
-    moved, not_back = idle_moved_bound(now_s)
-    return moved.build(), not_back.build()
-
-
-def idle_moved_bound(now_s: int) -> tuple[Bound[Update], Bound[Condition]]:
-    """``idle_moved``, as a write sends it."""
-    return Bound(_IDLE_MOVED, (now_s, now_s)), Bound(_NOT_BACK, (now_s,))
+    now = Value(now_s)
+    update = set_("idle_until", "{} = {} + {}", Name(M.IDLE_UNTIL), Name(M.IDLE), now) + set_(
+        "idle_from", "{} = {}", Name(M.IDLE_FROM), now
+    )
+    return update, ~clause("idle_from_later", "{} > {}", Name(M.IDLE_FROM), now)
 
 
 def idle_ahead(item: Mapping[str, Any] | None, now_s: int) -> bool:

@@ -20,17 +20,14 @@ from . import locking, reads, schema, write_tokens
 from .backend import Backend, Plan
 from .clock import format_timestamp
 from .conditions import (
-    Bound,
     Clause,
     Condition,
     Name,
     Update,
     Value,
     absent,
-    all_bound,
     assign,
     clause,
-    fixed,
     item_to_wire,
     put_item,
     update_item,
@@ -38,10 +35,10 @@ from .conditions import (
 from .errors import DynamoDBError, InvalidInput, InvalidTransition, SessionAlreadyExists
 from .item import (
     M,
-    alive_bound,
+    alive,
     attributes_item,
     idle_ahead,
-    idle_moved_bound,
+    idle_moved,
     live,
     new_item,
     session_from_item,
@@ -77,13 +74,7 @@ def status_in(*statuses: Status) -> Condition:
 
 
 def status_is(status: Status) -> Condition:
-    return _STATUS_IS[status]
-
-
-# Per status, built once: the status clause, and a move's update and guard.
-_STATUS_IS = {s: clause("status_is", "{} = {}", Name(M.STATUS), Value(s.value)) for s in Status}
-_MOVE = {s: fixed(assign(M.STATUS, s.value)) for s in Status}
-_GUARD = {s: fixed(status_in(*sources(s))) for s in Status}
+    return clause("status_is", "{} = {}", Name(M.STATUS), Value(status.value))
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,13 +86,13 @@ class StatusEdit:
     session_id: str
     to: Status
 
-    def update(self) -> Bound[Update]:
-        return _MOVE[self.to]
+    def update(self) -> Update:
+        return assign(M.STATUS, self.to.value)
 
-    def condition(self) -> Bound[Condition]:
-        return _GUARD[self.to]
+    def condition(self) -> Condition:
+        return status_in(*sources(self.to))
 
-    def token_value(self, now_s: int) -> Bound[Clause]:
+    def token_value(self, now_s: int) -> Clause:
         return write_tokens.stamp(now_s)
 
     def judge(self, current: Session) -> Session | None:
@@ -145,9 +136,6 @@ def update_status(
     return reads.landed(backend, memory, wrote.session, f"write to session {session_id!r}")
 
 
-_ABSENT = absent(M.PK)
-
-
 @dataclass(frozen=True, slots=True)
 class CreateSession(Plan[None]):
     """PutItem of a new session's metadata item (``item.new_item``, wire form) if the id is
@@ -163,7 +151,7 @@ class CreateSession(Plan[None]):
     operation: ClassVar[str] = "put_item"
 
     def request(self, now_ms: int) -> dict[str, Any]:
-        put = put_item(self.table, self.item, _ABSENT)
+        put = put_item(self.table, self.item, absent(M.PK))
         if self.attributes is None:
             return put
         # Unconditional: an earlier session's attributes item (TTL deletes late) is replaced.
@@ -246,8 +234,8 @@ class Touch(Plan[Session]):
     operation: ClassVar[str] = "update_item"
 
     def request(self, now_ms: int) -> dict[str, Any]:
-        moved, not_back = idle_moved_bound(now_ms // 1000)
-        condition = all_bound(alive_bound(self.owner, now_ms // 1000), not_back)
+        moved, not_back = idle_moved(now_ms // 1000)
+        condition = alive(self.owner, now_ms // 1000) & not_back
         return update_item(self.table, schema.meta_key(self.session_id), moved, condition)
 
     def succeeded(self, response: dict[str, Any], now_ms: int) -> Session:

@@ -27,21 +27,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol
 from . import schema, write_tokens
 from .backend import Again, Backend, Plan
 from .clock import format_timestamp
-from .conditions import (
-    TRUE,
-    Bound,
-    Clause,
-    Condition,
-    Name,
-    Update,
-    Value,
-    all_bound,
-    clause,
-    fixed,
-    joined_bound,
-    set_,
-    update_item,
-)
+from .conditions import TRUE, Clause, Condition, Name, Update, Value, clause, set_, update_item
 from .errors import (
     ConflictRetriesExhausted,
     DynamoDBError,
@@ -49,45 +35,35 @@ from .errors import (
     TokensFull,
     VersionConflict,
 )
-from .item import M, alive_bound, idle_ahead, idle_moved_bound, live, owned, session_from_item
+from .item import M, alive, idle_ahead, idle_moved, live, owned, session_from_item
 from .memory import Memory
 from .models import Session
 from .wire import Cancelled, ConditionFailed, to_python
 
-# Built once; a write puts its values in them (``conditions.Bound``).
-_VERSION_IS = clause("version_is", "{} = {}", Name(M.VERSION), Value(0))
-_VERSION_UP = set_("version_up", "{} = {} + {}", Name(M.VERSION), Name(M.VERSION), Value(1))
-_UPDATED_AT = set_("updated_at", "{} = {}", Name(M.UPDATED_AT), Value(""))
-_ANY_VERSION = fixed(TRUE)
-_UP = fixed(_VERSION_UP)
-
 
 def version_is(version: int | None) -> Condition:
     """Pinned to ``version``, or -- None -- last writer wins: no condition."""
-    return version_is_bound(version).build()
-
-
-def version_is_bound(version: int | None) -> Bound[Condition]:
-    """``version_is``, as a write sends it."""
-    return _ANY_VERSION if version is None else Bound(_VERSION_IS, (version,))
+    if version is None:
+        return TRUE
+    return clause("version_is", "{} = {}", Name(M.VERSION), Value(version))
 
 
 def version_up() -> Update:
     """In every write to the metadata item."""
-    return _VERSION_UP
+    return set_("version_up", "{} = {} + {}", Name(M.VERSION), Name(M.VERSION), Value(1))
 
 
 class Edit(Protocol):
     """What a write to the metadata item changes, besides the version, ``updatedAt``, the idle
     deadline and the request token (which ``MetadataWrite`` adds)."""
 
-    def update(self) -> Bound[Update]:
+    def update(self) -> Update:
         """Its SET and REMOVE actions."""
 
-    def condition(self) -> Bound[Condition]:
+    def condition(self) -> Condition:
         """Its own guard."""
 
-    def token_value(self, now_s: int) -> Bound[Clause]:
+    def token_value(self, now_s: int) -> Clause:
         """What the write stores under its token."""
 
     def judge(self, current: Session) -> Session | None:
@@ -127,34 +103,28 @@ class MetadataWrite(Plan[Wrote]):
 
     def parts(self, now_ms: int) -> tuple[Update, Condition]:
         """The update and the condition of this attempt, as values."""
-        update, condition = self.bound(now_ms)
-        return update.build(), condition.build()
-
-    def bound(self, now_ms: int) -> tuple[Bound[Update], Bound[Condition]]:
-        """``parts``, as the request sends them."""
         now_s = now_ms // 1000
         gone = self.removed(now_s)
-        updates = [
-            self.edit.update(),
-            Bound(_UPDATED_AT, (format_timestamp(now_ms),)),
-            _UP,
-            write_tokens.name_token(self.token, self.edit.token_value(now_s), gone),
-        ]
-        conditions = [
-            alive_bound(self.owner, now_s),
-            self.edit.condition(),
-            version_is_bound(self.version),
-            write_tokens.token_absent(self.token),
-            write_tokens.room(gone, self.seen_tokens),
-        ]
+        update = (
+            self.edit.update()
+            + set_("updated_at", "{} = {}", Name(M.UPDATED_AT), Value(format_timestamp(now_ms)))
+            + version_up()
+            + write_tokens.name_token(self.token, self.edit.token_value(now_s), gone)
+        )
+        condition = (
+            alive(self.owner, now_s)
+            & self.edit.condition()
+            & version_is(self.version)
+            & write_tokens.token_absent(self.token)
+            & write_tokens.room(gone, self.seen_tokens)
+        )
         if self.extend:  # every accepted write keeps an idle session alive, never moving it back
-            moved, not_back = idle_moved_bound(now_s)
-            updates.append(moved)
-            conditions.append(not_back)
-        return joined_bound(*updates), all_bound(*conditions)
+            moved, not_back = idle_moved(now_s)
+            update, condition = update + moved, condition & not_back
+        return update, condition
 
     def request(self, now_ms: int) -> dict[str, Any]:
-        update, condition = self.bound(now_ms)
+        update, condition = self.parts(now_ms)
         return update_item(self.table, schema.meta_key(self.session_id), update, condition)
 
     def succeeded(self, response: dict[str, Any], now_ms: int) -> Wrote:

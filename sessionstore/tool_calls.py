@@ -34,31 +34,20 @@ from .backend import Again, Backend, Plan
 from .clock import format_timestamp
 from .codec import JSON
 from .conditions import (
-    Bound,
     Condition,
     Field,
     Name,
     Value,
     absent,
-    all_bound,
     check,
     clause,
-    fixed,
     item_to_wire,
     put_item,
     update_item,
 )
 from .errors import DynamoDBError, InvalidInput, ItemTooLarge, SessionNotActive, ToolCallConflict
 from .ids import MAX_ID_LENGTH, validate_id
-from .item import (
-    WIDEST_TTL,
-    M,
-    alive_bound,
-    idle_ahead,
-    idle_moved_bound,
-    live,
-    session_from_item,
-)
+from .item import WIDEST_TTL, M, alive, idle_ahead, idle_moved, live, session_from_item
 from .lifecycle import status_is
 from .memory import Memory
 from .models import Session, Status, ToolCallRecord
@@ -209,37 +198,21 @@ def record_size(item: Mapping[str, Any], limit: int) -> int | None:
 # ---------------------------------------------------------------------------- its writes
 
 
-# Built once; each request puts its values in them (``conditions.Bound``).
-_ID_FREE = absent(C.PK) | clause("ttl_passed", "{} <= {}", Name(C.TTL), Value(0))
-_CALL_LIVE = clause("call_live", "{} > {}", Name(C.TTL), Value(0))
-_TTL_IS = clause("ttl_is", "{} = {}", Name(M.TTL), Value(0))
-_TTL_AT_LEAST = clause("ttl_at_least", "{} >= {}", Name(M.TTL), Value(0))
-_ACTIVE = fixed(status_is(Status.ACTIVE))
-
-
 def id_free(now_s: int) -> Condition:
     """No call under the id, or only one whose time is up (TTL has not removed it yet)."""
-    return id_free_bound(now_s).build()
-
-
-def id_free_bound(now_s: int) -> Bound[Condition]:
-    """``id_free``, as a write sends it."""
-    return Bound(_ID_FREE, (now_s,))
+    return absent(C.PK) | clause("ttl_passed", "{} <= {}", Name(C.TTL), Value(now_s))
 
 
 def call_live(now_s: int) -> Condition:
     """The call item's time is not up (TTL deletes late)."""
-    return Bound(_CALL_LIVE, (now_s,)).build()
+    return clause("call_live", "{} > {}", Name(C.TTL), Value(now_s))
 
 
 def session_ttl(ttl: int, exact: bool) -> Condition:
     """The session's ttl is the call's (``exact``), or at least it."""
-    return session_ttl_bound(ttl, exact).build()
-
-
-def session_ttl_bound(ttl: int, exact: bool) -> Bound[Condition]:
-    """``session_ttl``, as a write sends it."""
-    return Bound(_TTL_IS if exact else _TTL_AT_LEAST, (ttl,))
+    if exact:
+        return clause("ttl_is", "{} = {}", Name(M.TTL), Value(ttl))
+    return clause("ttl_at_least", "{} >= {}", Name(M.TTL), Value(ttl))
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,15 +243,17 @@ class PutToolCall(Plan[Put]):
     def request(self, now_ms: int) -> dict[str, Any]:
         now_s = now_ms // 1000
         key = schema.meta_key(self.session_id)
-        ttl = session_ttl_bound(self.item[C.TTL], self.exact_ttl)
-        guard = [alive_bound(self.owner, now_s), _ACTIVE, ttl]
+        guard = (
+            alive(self.owner, now_s)
+            & status_is(Status.ACTIVE)
+            & session_ttl(self.item[C.TTL], self.exact_ttl)
+        )
         if self.extend:
-            moved, not_back = idle_moved_bound(now_s)
-            condition = all_bound(*guard, not_back)
-            first = {"Update": update_item(self.table, key, moved, condition, returns=None)}
+            moved, not_back = idle_moved(now_s)
+            first = {"Update": update_item(self.table, key, moved, guard & not_back, returns=None)}
         else:  # our clock lags: the same guard as a ConditionCheck, billed and refused alike
-            first = {"ConditionCheck": check(self.table, key, all_bound(*guard))}
-        put = put_item(self.table, item_to_wire(self.item), id_free_bound(now_s))
+            first = {"ConditionCheck": check(self.table, key, guard)}
+        put = put_item(self.table, item_to_wire(self.item), id_free(now_s))
         return {"TransactItems": [first, {"Put": put}]}
 
     def succeeded(self, response: dict[str, Any], now_ms: int) -> Put:
@@ -322,9 +297,7 @@ class PutRecord(Plan[Put]):
     operation: ClassVar[str] = "put_item"
 
     def request(self, now_ms: int) -> dict[str, Any]:
-        return put_item(
-            self.table, item_to_wire(self.held | self.fields), id_free_bound(now_ms // 1000)
-        )
+        return put_item(self.table, item_to_wire(self.held | self.fields), id_free(now_ms // 1000))
 
     def succeeded(self, response: dict[str, Any], now_ms: int) -> Put:
         return Put(self.held | self.fields)

@@ -27,7 +27,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from boto3.dynamodb.types import DYNAMODB_CONTEXT, TypeDeserializer
+from boto3.dynamodb.types import TypeDeserializer
 from botocore import xform_name
 from botocore.exceptions import (
     ClientError,
@@ -171,34 +171,7 @@ def to_python(item: dict[str, Any] | None) -> dict[str, Any] | None:
     """A low-level item as Python values (numbers as ``Decimal``); None for no item."""
     if not item:
         return None
-    out: dict[str, Any] = {}
-    for k, v in item.items():  # the two kinds most values are, inline
-        if "S" in v and len(v) == 1:
-            out[k] = v["S"]
-        elif "N" in v and len(v) == 1:
-            out[k] = _NUMBER(v["N"])
-        else:
-            out[k] = _python(v)
-    return out
-
-
-_NUMBER = DYNAMODB_CONTEXT.create_decimal  # what ``TypeDeserializer`` makes of an ``N``
-
-
-def _python(value: Any) -> Any:
-    """``TypeDeserializer.deserialize``, the kinds every item of ours holds done inline: each
-    response is deserialized whole, and its per-value dispatch costs more than the rest."""
-    if len(value) == 1:
-        ((kind, raw),) = value.items()
-        if kind == "S" or kind == "BOOL":
-            return raw
-        if kind == "N":
-            return _NUMBER(raw)
-        if kind == "M":
-            return {k: _python(v) for k, v in raw.items()}
-        if kind == "L":
-            return [_python(v) for v in raw]
-    return _DESER.deserialize(value)
+    return {k: _DESER.deserialize(v) for k, v in item.items()}
 
 
 class Refused(Exception):

@@ -29,18 +29,7 @@ import base64
 import hashlib
 from collections.abc import Mapping
 
-from .conditions import (
-    Bound,
-    Clause,
-    Condition,
-    Name,
-    Update,
-    Value,
-    clause,
-    named,
-    remove,
-    set_,
-)
+from .conditions import Clause, Condition, Name, Update, Value, clause, remove, set_
 
 #: At most this many tokens in ``tk`` (bounds the metadata item's size: ``item.METADATA_OVERHEAD``).
 TOKEN_CAP = 100
@@ -82,57 +71,38 @@ def removable(
     horizon in ``seen`` (the last copy of the item); never ``token``'s."""
     horizon = now_s - TOKEN_HORIZON_S
     gone = [key(t) for t in settled]
-    if seen:  # ``token_time`` inline: every write goes through the whole map
-        gone += [t for t, v in seen.items() if (v // SEQ_SPAN if v >= SEQ_SPAN else v) <= horizon]
+    if seen:
+        gone += [t for t, v in seen.items() if token_time(v) <= horizon]
     own = key(token)
-    return tuple([k for k in dict.fromkeys(gone) if k != own][:TOKEN_CAP])
+    return tuple(k for k in dict.fromkeys(gone) if k != own)[:TOKEN_CAP]
 
 
-# Built once; a write puts its values and keys in them (``conditions.Bound``). ``_ANY``: the
-# stand-in key of a prototype.
-_ANY = "~"
-_TOKEN_ABSENT = clause("token_absent", "attribute_not_exists({})", Name(TOKENS, _ANY))
-_BELOW_CAP = clause("below_cap", "size({}) < {}", Name(TOKENS), Value(TOKEN_CAP))
-_FREES_ROOM = clause("frees_room", "attribute_exists({})", Name(TOKENS, _ANY))
-#: ``room`` with 0 to ``_ROOM_PROOFS`` keys that free room.
-_ROOM = [_BELOW_CAP]
-for _ in range(_ROOM_PROOFS):
-    _ROOM.append(_ROOM[-1] | _FREES_ROOM)
-_STAMP = Clause("now", "{}", (Value(0),))
-#: ``name_token``'s prototypes, by the value's prototype and how many keys it removes (holding
-#: that prototype, so its identity stays its own).
-_NAMED: dict[tuple[int, int], tuple[Clause, Update]] = {}
-
-
-def token_absent(token: str) -> Bound[Condition]:
+def token_absent(token: str) -> Condition:
     """No attempt of this write has landed: ``tk`` does not name its token."""
-    return named(_TOKEN_ABSENT, key(token))
+    return clause("token_absent", "attribute_not_exists({})", Name(TOKENS, key(token)))
 
 
-def room(gone: tuple[str, ...], present: Mapping[str, int] | None) -> Bound[Condition]:
+def room(gone: tuple[str, ...], present: Mapping[str, int] | None) -> Condition:
     """The map may take one more token: it is below the cap -- or one of the keys this write
     removes is there (``present``: the copy they were seen in; a few are enough), so a writer
     that cleans up after itself is never refused by a full map."""
-    seen = tuple([k for k in gone if present is not None and k in present][:_ROOM_PROOFS])
-    return named(_ROOM[len(seen)], *seen)
+    condition = clause("below_cap", "size({}) < {}", Name(TOKENS), Value(TOKEN_CAP))
+    seen = [k for k in gone if present is not None and k in present][:_ROOM_PROOFS]
+    for k in seen:
+        condition = condition | clause("frees_room", "attribute_exists({})", Name(TOKENS, k))
+    return condition
 
 
-def name_token(token: str, value: Bound[Clause], gone: tuple[str, ...]) -> Bound[Update]:
+def name_token(token: str, value: Clause, gone: tuple[str, ...]) -> Update:
     """Name ``token`` in ``tk`` with ``value`` (an expression: the write's time, or a
     reservation's) and remove the keys ``gone``."""
-    shown = value.prototype
-    entry = _NAMED.get((id(shown), len(gone)))
-    if entry is None:
-        update = set_("token_named", "{} = " + shown.text, Name(TOKENS, _ANY), *shown.operands)
-        if gone:
-            update += remove(*(Name(TOKENS, _ANY) for _ in gone))
-        entry = _NAMED[(id(shown), len(gone))] = (shown, update)
-    return Bound(entry[1], value.values, (key(token), *value.names, *gone))
+    named = set_("token_named", "{} = " + value.text, Name(TOKENS, key(token)), *value.operands)
+    return named + remove(*(Name(TOKENS, k) for k in gone)) if gone else named
 
 
-def stamp(now_s: int) -> Bound[Clause]:
+def stamp(now_s: int) -> Clause:
     """The value most writes name their token with: the time."""
-    return Bound(_STAMP, (now_s,))
+    return Clause("now", "{}", (Value(now_s),))
 
 
 def carries(item: Mapping[str, object], token: str) -> bool:
