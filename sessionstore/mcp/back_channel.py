@@ -6,7 +6,7 @@ writes the request to the call's own response stream and waits in memory for the
 client's answer is a new POST, which behind a load balancer reaches any instance, and a
 stateless transport has no memory to wait in. So a session's requests are served here:
 
-* on the asking instance, between the call's transport and the SDK's dispatcher (``_Relay``):
+* on the asking instance, between the call's transport and the SDK's dispatcher (``relay``):
   the request's JSON-RPC id is replaced by an ask id (``ASK_ID_PREFIX`` + the time + a token,
   unique across instances), the ask is opened in the table (``asks.ask``, 1 WCU), and the call
   polls for its answer (``asks.poll``: one consistent Query, 1 RCU) on a schedule that slows to
@@ -25,39 +25,26 @@ ends that call alone.
 
 from __future__ import annotations
 
-import contextvars
-import json
 import logging
-import math
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
 import pydantic_core
-from anyio.abc import TaskGroup, TaskStatus
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.abc import TaskStatus
 from mcp.server.connection import Connection
 from mcp.server.runner import serve_connection
 from mcp.server.streamable_http import StreamableHTTPServerTransport, check_accept_headers
 from mcp.server.transport_security import TransportSecurityMiddleware
-from mcp.shared._context_streams import ContextReceiveStream
-from mcp.shared._stream_protocols import WriteStream
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
-from mcp.shared.message import SessionMessage
 from mcp.shared.transport_context import TransportContext
 from mcp_types import (
-    CONNECTION_CLOSED,
     DEFAULT_NEGOTIATED_VERSION,
     INTERNAL_ERROR,
     INVALID_REQUEST,
-    REQUEST_TIMEOUT,
-    ErrorData,
     JSONRPCError,
-    JSONRPCNotification,
-    JSONRPCRequest,
     JSONRPCResponse,
-    RequestId,
     jsonrpc_message_adapter,
 )
 from pydantic import ValidationError
@@ -67,24 +54,16 @@ from starlette.types import Message, Receive, Scope, Send
 
 from .. import asks, codec
 from ..aio import AsyncSessionStore
-from ..errors import InvalidInput, ItemTooLarge, SessionStoreError, Unavailable
+from ..errors import InvalidInput, ItemTooLarge, Unavailable
 from ..models import Session
 from .protocol import SESSION_SCOPE_KEY
+from .relay import ASK_ID_PREFIX, POLLS, Relay
 
-#: The JSON-RPC id of a request this layer sent begins so: how an answer is recognised.
-ASK_ID_PREFIX: Final = "ask-"
-#: Seconds between polls for an answer: quick at first (a client answers a sampling request
-#: in milliseconds), then once a second for as long as the wait lasts.
-POLLS: Final = (0.05, 0.1, 0.2, 0.4, 0.8)
-_STEADY_POLL: Final = 1.0
-#: How long after the ask's deadline the last poll is (instances' clocks differ a little).
-_MARGIN: Final = 1.0
 #: Below the extension's default lease (300 s): the call stays claimed while its tool waits.
 DEFAULT_WAIT_SECONDS: Final = 240.0
 
 logger = logging.getLogger(__name__)
 
-_Envelope = tuple[contextvars.Context, SessionMessage | Exception]
 Handler = Callable[[str | None, Scope, Receive, Send], Awaitable[None]]
 
 
@@ -146,7 +125,7 @@ class BackChannel:
 
         async def relayed(task_status: TaskStatus[None]) -> None:
             async with transport.connect() as (read_stream, write_stream):
-                relay = _Relay(self, session, write_stream)
+                relay = Relay(self.store, self.wait_seconds, session, write_stream)
                 dispatcher: JSONRPCDispatcher[TransportContext] = JSONRPCDispatcher(
                     relay.to_dispatcher,
                     relay.from_dispatcher_send,
@@ -301,177 +280,4 @@ def _failure(code: int, message: str) -> str:
     return codec.encode({"error": {"code": code, "message": message}})
 
 
-def _schedule(wait_seconds: float) -> list[float]:
-    """The pauses between polls: a bounded count, the last ``_MARGIN`` past the ask's deadline,
-    so an answer taken just before it is still read."""
-    pauses: list[float] = []
-    left = wait_seconds + _MARGIN
-    for pause in (*POLLS, *[_STEADY_POLL] * math.ceil(left)):
-        if left <= 0:
-            break
-        pauses.append(min(pause, left))
-        left -= pause
-    return pauses
-
-
-@dataclass
-class _Relay:
-    """Between one request's transport and its dispatcher: outgoing requests become asks, and
-    their answers come back from the table as if the client had sent them here."""
-
-    channel: BackChannel
-    session: Session
-    to_transport: WriteStream[SessionMessage]
-    waiting: dict[str, tuple[RequestId, anyio.CancelScope]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        # The transport's streams carry each message's context (the request's, with its
-        # principal) for the dispatcher to run the handler in: the relay hands it on as it is.
-        send, receive = anyio.create_memory_object_stream[_Envelope](math.inf)
-        self._to_dispatcher_send: MemoryObjectSendStream[_Envelope] = send
-        self.to_dispatcher = ContextReceiveStream[SessionMessage | Exception](receive)
-        out_send, out_receive = anyio.create_memory_object_stream[SessionMessage](0)
-        self.from_dispatcher_send: MemoryObjectSendStream[SessionMessage] = out_send
-        self._from_dispatcher: MemoryObjectReceiveStream[SessionMessage] = out_receive
-
-    async def run(
-        self,
-        from_transport: ContextReceiveStream[SessionMessage | Exception],
-        *,
-        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
-    ) -> None:
-        async with anyio.create_task_group() as waits:
-            waits.start_soon(self._outbound, waits)
-            task_status.started()
-            async with from_transport:
-                while True:
-                    try:
-                        message = await from_transport.receive()
-                    except (anyio.EndOfStream, anyio.ClosedResourceError):
-                        break  # closed under us at the transport's teardown: the same end
-                    context = from_transport.last_context or contextvars.copy_context()
-                    if not await self._to_dispatcher((context, message)):
-                        break
-            # The transport is done: nobody is left to answer.
-            waits.cancel_scope.cancel()
-        self._to_dispatcher_send.close()
-
-    async def _to_dispatcher(self, envelope: _Envelope) -> bool:
-        """Hand a message to the dispatcher; False once it has stopped reading."""
-        try:
-            await self._to_dispatcher_send.send(envelope)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            return False
-        return True
-
-    async def _outbound(self, waits: TaskGroup) -> None:
-        async with self._from_dispatcher:
-            async for message in self._from_dispatcher:
-                inner = message.message
-                outgoing: SessionMessage | None = message
-                if isinstance(inner, JSONRPCRequest):
-                    outgoing = await self._ask(message, inner, waits)
-                elif isinstance(inner, JSONRPCNotification) and inner.method == (
-                    "notifications/cancelled"
-                ):
-                    outgoing = self._cancelled(message, inner)
-                if outgoing is None:
-                    continue
-                try:
-                    await self.to_transport.send(outgoing)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    # The client went away: the dispatcher's next write fails as its own does.
-                    return
-
-    async def _ask(
-        self, message: SessionMessage, request: JSONRPCRequest, waits: TaskGroup
-    ) -> SessionMessage | None:
-        store = self.channel.store
-        backend = store.store.backend
-        wait_ms = int(self.channel.wait_seconds * 1000)
-        sid = self.session.session_id
-        try:
-            ask_id, deadline = await store.run(
-                asks.ask, backend, sid, backend.token(), request.method, wait_ms
-            )
-        except SessionStoreError as exc:
-            await self._answer(request.id, ErrorData(code=INTERNAL_ERROR, message=str(exc)))
-            return None
-        scope = anyio.CancelScope()
-        wire_id = f"{ASK_ID_PREFIX}{ask_id}"
-        self.waiting[wire_id] = (request.id, scope)
-        waits.start_soon(self._wait, request.id, wire_id, ask_id, deadline, scope)
-        return SessionMessage(request.model_copy(update={"id": wire_id}), message.metadata)
-
-    def _cancelled(self, message: SessionMessage, note: JSONRPCNotification) -> SessionMessage:
-        # The SDK cancels by its own id; the client knows the ask id. Stop polling, too.
-        params = dict(note.params or {})
-        for wire_id, (request_id, scope) in list(self.waiting.items()):
-            if params.get("requestId") == request_id:
-                scope.cancel()
-                del self.waiting[wire_id]
-                params["requestId"] = wire_id
-                return SessionMessage(note.model_copy(update={"params": params}), message.metadata)
-        return message
-
-    async def _wait(
-        self,
-        request_id: RequestId,
-        wire_id: str,
-        ask_id: str,
-        deadline_ms: int,
-        scope: anyio.CancelScope,
-    ) -> None:
-        with scope:
-            await self._poll(request_id, ask_id, deadline_ms)
-        self.waiting.pop(wire_id, None)
-
-    async def _poll(self, request_id: RequestId, ask_id: str, deadline_ms: int) -> None:
-        store = self.channel.store
-        backend = store.store.backend
-        session_id, owner = self.session.session_id, self.session.owner
-        for pause in _schedule(self.channel.wait_seconds):
-            await anyio.sleep(pause)
-            try:
-                text = await store.run(asks.poll, backend, session_id, ask_id, owner)
-            except Unavailable as exc:  # the store, not the session: poll again
-                logger.warning("session %s: poll for an answer failed: %s", session_id, exc)
-                continue
-            except SessionStoreError as exc:
-                why = f"the session ended while the client was being asked: {exc}"
-                await self._answer(request_id, ErrorData(code=CONNECTION_CLOSED, message=why))
-                return
-            if text is not None:
-                await self._answer(request_id, _reply(text))
-                try:
-                    await store.run(asks.settle, backend, session_id, ask_id)
-                except SessionStoreError as exc:  # only bytes left for TTL: say so, go on
-                    logger.warning("session %s: answer not removed: %s", session_id, exc)
-                return
-            if backend.now_ms() >= deadline_ms + _MARGIN * 1000:
-                break
-        why = f"no answer from the client within {self.channel.wait_seconds:g} s"
-        await self._answer(request_id, ErrorData(code=REQUEST_TIMEOUT, message=why))
-
-    async def _answer(self, request_id: RequestId, reply: dict[str, Any] | ErrorData) -> None:
-        if isinstance(reply, ErrorData):
-            message: JSONRPCResponse | JSONRPCError = JSONRPCError(
-                jsonrpc="2.0", id=request_id, error=reply
-            )
-        else:
-            message = JSONRPCResponse(jsonrpc="2.0", id=request_id, result=reply)
-        await self._to_dispatcher((contextvars.copy_context(), SessionMessage(message)))
-
-
-def _reply(text: str) -> dict[str, Any] | ErrorData:
-    reply = json.loads(text)
-    if isinstance(reply, dict) and isinstance(reply.get("result"), dict):
-        return dict(reply["result"])
-    error = reply.get("error") if isinstance(reply, dict) else None
-    try:
-        return ErrorData.model_validate(error)
-    except ValueError:
-        return ErrorData(code=INTERNAL_ERROR, message=f"the client's answer is malformed: {text}")
-
-
-__all__ = ["ASK_ID_PREFIX", "POLLS", "BackChannel"]
+__all__ = ["ASK_ID_PREFIX", "DEFAULT_WAIT_SECONDS", "POLLS", "BackChannel"]
