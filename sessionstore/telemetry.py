@@ -39,11 +39,10 @@ Layer: the top, an observer. The facade (``store``, ``claims``) decorates its op
 span is a view of the work, not part of it -- the driver and the wire report through
 ``observe``, and a process without OpenTelemetry runs the same writes.
 
-Cost when nothing is configured: each operation makes one check (are providers set?), which
-asks the API's public getters at most every ``RECHECK_S`` (they look the environment up while no
-provider is set: a few microseconds), and nothing else: the request hooks are installed on a
-client by the first operation measured on it, so they never run in a process with telemetry off.
-A provider set globally is followed from the next check on.
+Cost when nothing is configured: each operation makes one check (are providers set?) through the
+API's public getters -- a few microseconds, the environment lookups they make while no provider
+is set -- and nothing else: the request hooks are installed on a client by the first operation
+measured on it, so they never run in a process with telemetry off.
 """
 
 from __future__ import annotations
@@ -51,7 +50,6 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from importlib import metadata as _metadata
@@ -108,8 +106,6 @@ class _Signals:
 
     def __init__(self, tracer_provider: Any = None, meter_provider: Any = None) -> None:
         self.pinned = tracer_provider is not None or meter_provider is not None
-        self.on = self.pinned  # a global provider, once set, stays set: then always on
-        self.recheck_at = 0.0  # while off: when (``time.monotonic``) to ask the API again
         self.tracer: Tracer = _trace.get_tracer(
             "sessionstore", VERSION, tracer_provider=tracer_provider
         )
@@ -148,28 +144,15 @@ def configure(
     _signals = _Signals(tracer_provider, meter_provider)
 
 
-#: While no provider is set, the API is asked again at most this often (seconds): its getters
-#: read the environment each time, which would cost every operation a few microseconds.
-RECHECK_S = 0.05
-
-
 def enabled() -> bool:
     """The one check an operation makes: providers given to ``configure``, or a global tracer
-    or meter provider set? A provider set globally counts from the next check, at most
-    ``RECHECK_S`` later; once one is set the answer is yes for good (the API never unsets it)."""
+    or meter provider set?"""
     signals = _signals
-    if signals is None:
-        return False
-    if signals.on:
-        return True
-    now = time.monotonic()
-    if now < signals.recheck_at:
-        return False
-    signals.recheck_at = now + RECHECK_S
-    signals.on = not isinstance(_trace.get_tracer_provider(), ProxyTracerProvider) or not (
-        isinstance(_metrics.get_meter_provider(), _unset_meters)
+    return signals is not None and (
+        signals.pinned
+        or not isinstance(_trace.get_tracer_provider(), ProxyTracerProvider)
+        or not isinstance(_metrics.get_meter_provider(), _unset_meters)
     )
-    return signals.on
 
 
 # ---------------------------------------------------------------------------- operations
