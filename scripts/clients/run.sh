@@ -23,6 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
 NODE_DIR=${NODE_DIR:-.node}
+[[ $NODE_DIR == /* ]] || NODE_DIR=$PWD/$NODE_DIR  # absolute: the clients are run from elsewhere
 SDK_VERSION=${SDK_VERSION:-1.32.2}
 INSPECTOR_VERSION=${INSPECTOR_VERSION:-2.12.0}
 TS_CLIENT2_VERSION=${TS_CLIENT2_VERSION:-2.4.0}
@@ -130,7 +131,7 @@ say "server up at $url (pid $server_pid)"
 
 say "TypeScript SDK: ts_client.mjs"
 rc=0
-MCP_NODE_MODULES=$PWD/$modules timeout "$CLIENT_TIMEOUT" "$system_node" scripts/clients/ts_client.mjs \
+MCP_NODE_MODULES=$modules timeout "$CLIENT_TIMEOUT" "$system_node" scripts/clients/ts_client.mjs \
   "$url" >"$work/ts.out" 2>"$work/ts.err" || rc=$?
 echo "$rc" >"$work/ts.rc"
 
@@ -233,7 +234,7 @@ say "TypeScript SDK 2.x: ts_client2.mjs, both eras, via $url2 (round robin over 
 # .go; meanwhile instance b is stopped and started again on the same port (a new process).
 for era in legacy modern; do
   ready=$work/ts2.$era.ready go=$work/ts2.$era.go rc=0
-  MCP_NODE_MODULES=$PWD/$modules GO_WAIT_SECONDS=$((START_TIMEOUT + 30)) timeout "$CLIENT_TIMEOUT" \
+  MCP_NODE_MODULES=$modules GO_WAIT_SECONDS=$((START_TIMEOUT + 30)) timeout "$CLIENT_TIMEOUT" \
     "$client2_node" scripts/clients/ts_client2.mjs "$url2" "$era" "$ready" "$go" \
     >"$work/ts2.$era.out" 2>"$work/ts2.$era.err" </dev/null &
   client_pid=$!
