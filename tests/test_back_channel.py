@@ -16,6 +16,7 @@ from typing import Any
 import httpx2
 import pytest
 from mcp import Client
+from mcp.server.mcpserver import Context
 from mcp_types import (
     CreateMessageRequestParams,
     CreateMessageResult,
@@ -23,14 +24,16 @@ from mcp_types import (
     ElicitResult,
     TextContent,
 )
+from pydantic import BaseModel
 
 import sessionstore as ss
 from sessionstore import asks, schema, sizing
 from sessionstore.conditions import item_to_wire as to_wire_item
 from sessionstore.errors import ItemTooLarge, SessionExpired, SessionNotActive, SessionNotFound
 from sessionstore.local import LocalDynamoDB
-from sessionstore.mcp import RunningServer, create_app, create_server
+from sessionstore.mcp import RunningServer, create_app, create_server, protocol
 from sessionstore.mcp.back_channel import ASK_ID_PREFIX, POLLS
+from sessionstore.mcp.protocol import IdempotencyKey
 from sessionstore.retry import RetryPolicy
 from sessionstore.testing import RequestLog
 from sessionstore.testing import conformance as fx
@@ -368,12 +371,27 @@ async def _event(lines: AsyncIterator[str]) -> dict[str, Any]:
     raise AssertionError("the stream ended without an event")
 
 
+class Confirmation(BaseModel):
+    ok: bool
+
+
+def _confirm_tool(server: Any, runs: list[str]) -> None:
+    @server.tool()
+    async def confirm(order: str, ctx: Context, idempotency_key: IdempotencyKey = None) -> bool:
+        """Asks the user to confirm an order (keyed: a retry never runs it again)."""
+        runs.append(order)
+        answer = await ctx.elicit(f"Charge order {order}?", Confirmation)
+        return answer.action == "accept" and answer.data is not None and answer.data.ok
+
+
 @asynccontextmanager
 async def one_instance(
-    store: ss.SessionStore,
+    store: ss.SessionStore, runs: list[str] | None = None
 ) -> AsyncIterator[tuple[str, httpx2.AsyncClient, dict[str, str]]]:
     server = create_server(store, state_keys=KEYS)
     fx.add_conformance_fixtures(server)
+    if runs is not None:
+        _confirm_tool(server, runs)
     async with (
         RunningServer(create_app(server)) as running,
         httpx2.AsyncClient(timeout=10) as http,
@@ -445,3 +463,35 @@ def test_an_answer_too_large_to_keep_reaches_the_tool_as_an_error(client: Any, t
             assert "too large to keep" in done["result"]["content"][0]["text"]
 
     _run(main)
+
+
+def test_a_keyed_call_re_sent_while_its_tool_waits_is_in_progress_and_runs_once(
+    client: Any, table: str
+) -> None:
+    store = ss.SessionStore(client, table)
+    store.create_table()
+    runs: list[str] = []
+
+    async def main() -> None:
+        async with one_instance(store, runs) as (url, http, session):
+            call = _call("confirm", {"order": "o-1", "idempotency_key": "confirm-o-1"})
+            async with http.stream("POST", url, json=call, headers=session) as stream:
+                lines = stream.aiter_lines()
+                asked = await _event(lines)
+                again = await http.post(url, json={**call, "id": 3}, headers=session)
+                retried = await _event(again.aiter_lines())
+                answer = {
+                    "jsonrpc": "2.0",
+                    "id": asked["id"],
+                    "result": {"action": "accept", "content": {"ok": True}},
+                }
+                await http.post(url, json=answer, headers=session)
+                done = await _event(lines)
+            after = await http.post(url, json={**call, "id": 4}, headers=session)
+            replayed = await _event(after.aiter_lines())
+            assert retried["error"]["code"] == protocol.TOOL_CALL_IN_PROGRESS
+            assert done["result"]["structuredContent"] == {"result": True}
+            assert replayed["result"]["structuredContent"] == {"result": True}
+
+    _run(main)
+    assert runs == ["o-1"]
