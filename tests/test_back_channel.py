@@ -22,6 +22,7 @@ from mcp_types import (
     CreateMessageResult,
     ElicitRequestParams,
     ElicitResult,
+    SamplingMessage,
     TextContent,
 )
 from pydantic import BaseModel
@@ -375,6 +376,21 @@ class Confirmation(BaseModel):
     ok: bool
 
 
+def _impatient_tool(server: Any) -> None:
+    @server.tool()
+    async def impatient(ctx: Context) -> str:
+        """Asks the client's model, and gives up on it after 0.3 s."""
+        message = SamplingMessage(role="user", content=TextContent(type="text", text="Quick?"))
+        asking = ctx.session.create_message(
+            [message], max_tokens=10, related_request_id=ctx.request_id
+        )
+        try:
+            await asyncio.wait_for(asking, 0.3)
+        except TimeoutError:
+            return "gave up"
+        return "answered"
+
+
 def _confirm_tool(server: Any, runs: list[str]) -> None:
     @server.tool()
     async def confirm(order: str, ctx: Context, idempotency_key: IdempotencyKey = None) -> bool:
@@ -392,6 +408,7 @@ async def one_instance(
     fx.add_conformance_fixtures(server)
     if runs is not None:
         _confirm_tool(server, runs)
+    _impatient_tool(server)
     async with (
         RunningServer(create_app(server)) as running,
         httpx2.AsyncClient(timeout=10) as http,
@@ -495,3 +512,23 @@ def test_a_keyed_call_re_sent_while_its_tool_waits_is_in_progress_and_runs_once(
 
     _run(main)
     assert runs == ["o-1"]
+
+
+def test_an_ask_the_tool_gives_up_on_is_cancelled_by_the_id_the_client_knows(
+    client: Any, table: str
+) -> None:
+    store = ss.SessionStore(client, table)
+    store.create_table()
+
+    async def main() -> list[dict[str, Any]]:
+        async with one_instance(store) as (url, http, session):
+            call = _call("impatient", {})
+            async with http.stream("POST", url, json=call, headers=session) as stream:
+                lines = stream.aiter_lines()
+                return [await _event(lines), await _event(lines), await _event(lines)]
+
+    asked, cancelled, done = _run(main)
+    assert asked["method"] == "sampling/createMessage"
+    assert cancelled["method"] == "notifications/cancelled"
+    assert cancelled["params"]["requestId"] == asked["id"]  # the ask id, not the SDK's own
+    assert done["result"]["structuredContent"] == {"result": "gave up"}

@@ -42,20 +42,19 @@ from mcp.shared.transport_context import TransportContext
 from mcp_types import (
     DEFAULT_NEGOTIATED_VERSION,
     INTERNAL_ERROR,
-    INVALID_REQUEST,
     JSONRPCError,
     JSONRPCResponse,
     jsonrpc_message_adapter,
 )
 from pydantic import ValidationError
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from .. import asks, codec
 from ..aio import AsyncSessionStore
 from ..errors import InvalidInput, ItemTooLarge, Unavailable
 from ..models import Session
+from . import asgi
 from .protocol import SESSION_SCOPE_KEY
 from .relay import ASK_ID_PREFIX, POLLS, Relay
 
@@ -90,7 +89,10 @@ class BackChannel:
                 await original(version, scope, receive, send)
                 return
             if scope["method"] == "POST":
-                body, receive = await _buffered(receive)
+                body, receive = await asgi.buffer_body(receive)
+                if body is None:  # past the bound the manager itself keeps by default
+                    await asgi.status(send, 413, "request body too large")
+                    return
                 answer = _answer_in(body)
                 if answer is not None:
                     await self.take(manager, session, answer, scope, receive, send)
@@ -149,8 +151,6 @@ class BackChannel:
                             connection=connection,
                             lifespan_state=manager._lifespan_state,
                         )
-                    except Exception:
-                        logger.exception("a session's request crashed")
                     finally:
                         tg.cancel_scope.cancel()
 
@@ -177,23 +177,15 @@ class BackChannel:
         refused = await TransportSecurityMiddleware(manager.security_settings).validate_request(
             request, is_post=True
         )
-        if refused is None and check_accept_headers(request) != (True, True):
-            refused = JSONResponse(
-                {
-                    "jsonrpc": "2.0",
-                    "id": None,
-                    "error": {
-                        "code": INVALID_REQUEST,
-                        "message": (
-                            "Not Acceptable: Client must accept both application/json and "
-                            "text/event-stream"
-                        ),
-                    },
-                },
-                status_code=406,
-            )
         if refused is not None:
             await refused(scope, receive, send)
+            return
+        if check_accept_headers(request) != (True, True):
+            await asgi.status(
+                send,
+                406,
+                "Not Acceptable: Client must accept both application/json and text/event-stream",
+            )
             return
         if isinstance(answer, JSONRPCResponse):
             reply: dict[str, Any] = {"result": answer.result}
@@ -203,24 +195,13 @@ class BackChannel:
         try:
             delivery = await self._write_answer(session.session_id, ask_id, reply)
         except Unavailable as exc:
-            response: Response = JSONResponse(
-                {
-                    "jsonrpc": "2.0",
-                    "id": None,
-                    "error": {
-                        "code": INTERNAL_ERROR,
-                        "message": (f"session store unavailable: {exc}"),
-                    },
-                },
-                status_code=503,
+            await asgi.status(send, 503, f"session store unavailable: {exc}")
+            return
+        if delivery is not asks.Delivery.TAKEN:
+            logger.info(
+                "session %s: answer to %s %s", session.session_id, answer.id, delivery.value
             )
-        else:
-            if delivery is not asks.Delivery.TAKEN:
-                logger.info(
-                    "session %s: answer to %s %s", session.session_id, answer.id, delivery.value
-                )
-            response = Response(status_code=202)
-        await response(scope, receive, send)
+        await asgi.status(send, 202, None)
 
     async def _write_answer(
         self, session_id: str, ask_id: str, reply: dict[str, Any]
@@ -256,24 +237,6 @@ def _answer_in(body: bytes) -> JSONRPCResponse | JSONRPCError | None:
     except ValidationError:
         return None
     return message if isinstance(message, JSONRPCResponse | JSONRPCError) else None
-
-
-async def _buffered(receive: Receive) -> tuple[bytes, Receive]:
-    """The request body (the manager bounds its size) and a receive that replays it."""
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    pending: list[Message] = [{"type": "http.request", "body": b"".join(chunks)}]
-
-    async def replay() -> Message:
-        return pending.pop() if pending else await receive()
-
-    return pending[0]["body"], replay
 
 
 def _failure(code: int, message: str) -> str:

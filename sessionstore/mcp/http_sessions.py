@@ -17,7 +17,6 @@ out of the session's attributes (``handshake_attributes``).
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from collections.abc import Awaitable, Iterator
 from typing import TYPE_CHECKING, Any, Final
@@ -42,6 +41,7 @@ from ..errors import (
 from ..ids import validate_id
 from ..item import ATTRIBUTES_MAX_BYTES
 from ..models import Session, Status
+from . import asgi
 from .back_channel import DEFAULT_WAIT_SECONDS, BackChannel
 from .protocol import SESSION_SCOPE_KEY
 
@@ -50,8 +50,6 @@ if TYPE_CHECKING:
 
 SESSION_HEADER: Final = b"mcp-session-id"
 _VERSION_HEADER: Final = b"mcp-protocol-version"
-#: The SDK's own request body bound (``DEFAULT_MAX_REQUEST_BODY_SIZE``).
-MAX_BODY_BYTES: Final = 4 * 1024 * 1024
 #: Longer is no protocol version at all (the SDK answers with one of its own): not kept.
 _MAX_VERSION_CHARS: Final = 64
 #: The members of ``clientInfo`` that name the client: kept when the rest does not fit.
@@ -84,15 +82,15 @@ class LegacySessions:
         raw_id = headers[SESSION_HEADER].decode("latin-1") if SESSION_HEADER in headers else None
         method = scope["method"]
         if method == "GET":
-            await _status(send, 405, "this server offers no standalone event stream")
+            await asgi.status(send, 405, "this server offers no standalone event stream")
             return
         if method == "DELETE":
             await self._delete(raw_id, send)
             return
         if method == "POST" and raw_id is None:
-            body, receive = await _buffer(receive)
+            body, receive = await asgi.buffer_body(receive)
             if body is None:
-                await _status(send, 413, "request body too large")
+                await asgi.status(send, 413, "request body too large")
                 return
             initialize = _initialize_params(body)
             if initialize is not None:
@@ -102,10 +100,10 @@ class LegacySessions:
             try:
                 session = await self._check(raw_id)
             except Unavailable as exc:  # the store, not the session: the client may retry
-                await _status(send, 503, f"session store unavailable: {exc}")
+                await asgi.status(send, 503, f"session store unavailable: {exc}")
                 return
             if session is None:
-                await _status(send, 404, "Session not found")
+                await asgi.status(send, 404, "Session not found")
                 return
             scope[SESSION_SCOPE_KEY] = session
         await self.app(scope, receive, send)
@@ -118,11 +116,11 @@ class LegacySessions:
             session = await self.extension.open_session(attributes=attributes)
         except Unavailable as exc:
             logger.warning("initialize: no session could be created: %s", exc)
-            await _status(send, 503, f"session store unavailable: {exc}")
+            await asgi.status(send, 503, f"session store unavailable: {exc}")
             return
         except SessionStoreError as exc:  # not the client's doing, and no retry will help
             logger.error("initialize: no session could be created: %s", exc)
-            await _status(send, 500, "no session could be created")
+            await asgi.status(send, 500, "no session could be created")
             return
         status = 0
 
@@ -208,20 +206,20 @@ class LegacySessions:
 
     async def _delete(self, raw_id: str | None, send: Send) -> None:
         if raw_id is None:
-            await _status(send, 400, "DELETE needs an Mcp-Session-Id")
+            await asgi.status(send, 400, "DELETE needs an Mcp-Session-Id")
             return
         try:
             session_id = validate_id(raw_id, "Mcp-Session-Id")
             closed = await self.extension.end_session(session_id)
         except Unavailable as exc:
-            await _status(send, 503, f"session store unavailable: {exc}")
+            await asgi.status(send, 503, f"session store unavailable: {exc}")
             return
         except SessionStoreError as exc:
             logger.info("DELETE refused with 404: %s", exc)
-            await _status(send, 404, "Session not found")
+            await asgi.status(send, 404, "Session not found")
             return
         logger.info("session %s closed by the client (DELETE)", closed.session_id)
-        await _status(send, 200, None)
+        await asgi.status(send, 200, None)
 
 
 def _initialize_params(body: bytes) -> dict[str, Any] | None:
@@ -324,44 +322,6 @@ def _reductions(attributes: dict[str, JSON]) -> Iterator[tuple[str, dict[str, JS
         )
     if "clientInfo" in attributes:
         yield "clientInfo", {k: v for k, v in attributes.items() if k != "clientInfo"}
-
-
-async def _buffer(receive: Receive) -> tuple[bytes | None, Receive]:
-    """The whole request body (None past ``MAX_BODY_BYTES``) and a receive that replays it."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            return None, receive
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    body = b"".join(chunks)
-    pending: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
-
-    async def replay() -> Message:
-        return pending.pop() if pending else await receive()
-
-    return body, replay
-
-
-async def _status(send: Send, status: int, message: str | None) -> None:
-    headers: list[tuple[bytes, bytes]] = [(b"content-type", b"application/json")]
-    if status == 405:
-        headers.append((b"allow", b"POST, DELETE"))
-    body = b""
-    if message is not None:
-        code = -32603 if status >= 500 else -32600
-        body = json.dumps(
-            {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
-        ).encode()
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
 
 
 def install(

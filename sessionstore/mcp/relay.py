@@ -79,7 +79,8 @@ class Relay:
     wait_seconds: float
     session: Session
     to_transport: WriteStream[SessionMessage]
-    waiting: dict[str, tuple[RequestId, anyio.CancelScope]] = field(default_factory=dict)
+    #: The asks this request waits for, by the dispatcher's id: their ask id and their poll.
+    waiting: dict[RequestId, tuple[str, anyio.CancelScope]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # The transport's streams carry each message's context (the request's, with its
@@ -156,32 +157,27 @@ class Relay:
             return None
         scope = anyio.CancelScope()
         wire_id = f"{ASK_ID_PREFIX}{ask_id}"
-        self.waiting[wire_id] = (request.id, scope)
-        waits.start_soon(self._wait, request.id, wire_id, ask_id, deadline, scope)
+        self.waiting[request.id] = (wire_id, scope)
+        waits.start_soon(self._wait, request.id, ask_id, deadline, scope)
         return SessionMessage(request.model_copy(update={"id": wire_id}), message.metadata)
 
     def _cancelled(self, message: SessionMessage, note: JSONRPCNotification) -> SessionMessage:
         # The SDK cancels by its own id; the client knows the ask id. Stop polling, too.
         params = dict(note.params or {})
-        for wire_id, (request_id, scope) in list(self.waiting.items()):
-            if params.get("requestId") == request_id:
-                scope.cancel()
-                del self.waiting[wire_id]
-                params["requestId"] = wire_id
-                return SessionMessage(note.model_copy(update={"params": params}), message.metadata)
-        return message
+        request_id = params.get("requestId")
+        waiting = None if request_id is None else self.waiting.pop(request_id, None)
+        if waiting is None:
+            return message
+        params["requestId"], scope = waiting
+        scope.cancel()
+        return SessionMessage(note.model_copy(update={"params": params}), message.metadata)
 
     async def _wait(
-        self,
-        request_id: RequestId,
-        wire_id: str,
-        ask_id: str,
-        deadline_ms: int,
-        scope: anyio.CancelScope,
+        self, request_id: RequestId, ask_id: str, deadline_ms: int, scope: anyio.CancelScope
     ) -> None:
         with scope:
             await self._poll(request_id, ask_id, deadline_ms)
-        self.waiting.pop(wire_id, None)
+        self.waiting.pop(request_id, None)
 
     async def _poll(self, request_id: RequestId, ask_id: str, deadline_ms: int) -> None:
         store = self.store
