@@ -53,8 +53,8 @@ from .item import live
 from .models import Status
 from .wire import Cancelled, ConditionFailed
 
-#: The sort key prefix of an ask: just before ``schema.META_SK``, outside every other range.
-ASK_PREFIX = "ask#"
+#: The sort key prefix of an ask (``schema``): just before the metadata item, in no other range.
+ASK_PREFIX = schema.ASK_PREFIX
 #: The most bytes of an answer kept (JSON text): an item holds 400 KB, with room for the rest.
 ANSWER_MAX_BYTES = 350_000
 
@@ -84,7 +84,7 @@ class Delivery(Enum):
 
 
 def ask_key(session_id: str, ask_id: str) -> dict[str, Any]:
-    return {K.PK: {"S": schema.pk(session_id)}, K.SK: {"S": f"{ASK_PREFIX}{ask_id}"}}
+    return {K.PK: {"S": schema.pk(session_id)}, K.SK: {"S": schema.ask_sk(ask_id)}}
 
 
 def open_until(now_ms: int) -> Condition:
@@ -189,7 +189,7 @@ def poll(backend: Backend, session_id: str, ask_id: str, owner: str | None) -> s
     """The ask's answer (JSON text), or None while there is none: one strongly consistent
     Query. Raises what ``item.live`` raises when the session is gone, expired or another's,
     and ``SessionNotActive`` once it is closing or closed: nobody is left to wait for."""
-    sk = f"{ASK_PREFIX}{ask_id}"
+    sk = schema.ask_sk(ask_id)
     found: str | None = None
     meta: dict[str, Any] | None = None
     for item in backend.query(schema.pk(session_id), sk, schema.META_SK):

@@ -33,6 +33,8 @@ from botocore.exceptions import ClientError
 
 from .wire import engine_lacks
 
+#: Just before ``META_SK``: a Query from an ask to the metadata item reads the two alone.
+ASK_PREFIX = "ask#"
 META_SK = "metadata"
 #: Beside the metadata item, not in it: every tool call and append writes the metadata item and
 #: is billed by its whole size, which attributes of up to 4 KiB would multiply.
@@ -64,6 +66,10 @@ def page_sk(last_seq: int) -> str:
 
 def tool_sk(tool_call_id: str) -> str:
     return f"{TOOL_PREFIX}{tool_call_id}"
+
+
+def ask_sk(ask_id: str) -> str:
+    return f"{ASK_PREFIX}{ask_id}"
 
 
 #: The attribute DynamoDB's TTL deletes expired items by.
