@@ -37,6 +37,7 @@ from ..errors import (
     SessionExpired,
     SessionNotActive,
     SessionNotFound,
+    Unavailable,
     VersionConflict,
 )
 from ..models import Session as StoreSession
@@ -45,11 +46,27 @@ from ..store import SessionStore
 from .dispatch import SessionHandler, install
 from .names import KEY_PREFIXES, USER_PREFIX, attribute_name, identity
 
-__all__ = ["CLEAR_ATTEMPTS", "StoreSessionState"]
+__all__ = ["CLEAR_ATTEMPTS", "StoreSessionState", "idle_slack", "stored_idle"]
 
 #: How many times ``clear`` reads and retries against concurrent writes before it gives up
 #: (``ConflictRetriesExhausted``); each retry is one Query and one transaction.
 CLEAR_ATTEMPTS = 20
+
+
+def idle_slack(idle_seconds: int) -> int:
+    """How much later than ``idle_seconds`` after its last use a session left alone may
+    expire: half the idle period, rounded up (at least 1 s)."""
+    return max(1, -(-idle_seconds // 2))
+
+
+def stored_idle(idle_seconds: int) -> int:
+    """The idle period the store keeps for a FastMCP session of ``idle_seconds``: longer by
+    ``idle_slack``. The store counts idle deadlines in whole seconds from the second of the
+    last write (a deadline kept so is up to 1 s short), and a read moves it only when it is
+    near (``_keep_alive``); with the slack, every use leaves at least ``idle_seconds`` -- a
+    session used once per idle period never expires before its cap -- and a read-only session
+    is touched at most about once per slack."""
+    return idle_seconds + idle_slack(idle_seconds)
 
 
 class StoreSessionState(SessionHandler):
@@ -99,7 +116,7 @@ class StoreSessionState(SessionHandler):
 
     async def session_exists(self, session: Session) -> bool:
         """``get_session``'s check: the session is the caller's, live and active (one Query; a
-        ``touch`` too when less than half its idle period is left)."""
+        ``touch`` too when no more than its idle period is left: ``_keep_alive``)."""
         owner, sid = identity(session)
         if sid.startswith(USER_PREFIX):
             return False  # a per-user bucket is never a SessionId session
@@ -114,10 +131,14 @@ class StoreSessionState(SessionHandler):
         return True
 
     async def session_create(self, session: Session) -> None:
-        """``create_session``: a new store session, activated (2 requests)."""
+        """``create_session``: a new store session, activated (2 requests); its stored idle
+        period is ``stored_idle``'s."""
         owner, sid = identity(session)
+        idle = self.idle_seconds
+        if idle is not None:  # the slack past the cap would change nothing: the cap
+            idle = min(stored_idle(idle), self.ttl_seconds)
         await self.store.create_session(
-            sid, owner=owner, ttl_seconds=self.ttl_seconds, idle_seconds=self.idle_seconds
+            sid, owner=owner, ttl_seconds=self.ttl_seconds, idle_seconds=idle
         )
         await self.store.activate(sid, owner=owner)
 
@@ -192,7 +213,9 @@ class StoreSessionState(SessionHandler):
 
     async def _open(self, session: Session, owner: str, sid: str) -> StoreSession | None:
         """The session as read now (one Query); ``InvalidSession`` unless it is active -- None
-        for a per-user bucket not written yet."""
+        for a per-user bucket not written yet. A bucket still ``initializing`` (its first write
+        was interrupted before the activation, or raced another first write) is activated
+        here, once: one UpdateItem, a no-op success if another request did it first."""
         try:
             current = (await self.store.load(sid, owner=owner)).session
         except (SessionNotFound, InvalidInput) as exc:
@@ -201,8 +224,14 @@ class StoreSessionState(SessionHandler):
             raise InvalidSession() from exc
         except SessionExpired as exc:
             raise InvalidSession() from exc
+        if current.status is Status.INITIALIZING and sid.startswith(USER_PREFIX):
+            try:
+                current = await self.store.activate(sid, owner=owner)
+            except (SessionNotFound, SessionExpired, InvalidTransition) as exc:
+                raise InvalidSession() from exc
         if current.status is not Status.ACTIVE:
             raise InvalidSession()
+        await self._keep_alive(current, owner)
         return current
 
     async def _change(
@@ -224,17 +253,26 @@ class StoreSessionState(SessionHandler):
             await self.store.create_session(
                 sid, owner=owner, ttl_seconds=self.user_ttl_seconds, attributes=changes
             )
-            await self.store.activate(sid, owner=owner)
         except SessionAlreadyExists:
             # Another request created it first: ours is then an ordinary change.
             await self.store.update_attributes(sid, changes, owner=owner)
+            return
+        # This write has landed: an activation that fails now is finished by the next read
+        # (``_open``), so it must not report the write as failed.
+        with contextlib.suppress(Unavailable):
+            await self.store.activate(sid, owner=owner)
 
     async def _keep_alive(self, current: StoreSession, owner: str) -> None:
-        idle = current.idle_seconds
-        if self.idle_seconds is None or idle is None or current.idle_until == 0:
+        """Touch the session (one UpdateItem) if no more than ``idle_seconds`` of its idle
+        period is left, by the millisecond: after any use, at least ``idle_seconds`` are left.
+        Its stored period is longer by ``stored_idle``'s slack, so touches come at most about
+        once per slack."""
+        if self.idle_seconds is None or current.idle_seconds is None or current.idle_until == 0:
             return
-        now_s = self.store.clock.now_ms() // 1000
-        if current.idle_until - now_s < idle / 2:
+        if current.idle_until >= current.ttl:
+            return  # the cap comes first: moving the deadline keeps it no longer
+        left_ms = current.idle_until * 1000 - self.store.clock.now_ms()
+        if left_ms <= self.idle_seconds * 1000:
             # Ended or expired meanwhile: the next request finds it so.
             with contextlib.suppress(SessionNotFound, SessionExpired):
                 await self.store.touch(current.session_id, owner=owner)
