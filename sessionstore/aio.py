@@ -124,6 +124,11 @@ class AsyncSessionStore:
     async def close(self, session_id: str, *, owner: str | None = None) -> Session:
         return await self.run(self.store.close, session_id, owner=owner)
 
+    async def close_and_expire(
+        self, session_id: str, *, owner: str | None = None, expire_at: int
+    ) -> None:
+        await self.run(self.store.close_and_expire, session_id, owner=owner, expire_at=expire_at)
+
     async def update_status(
         self, session_id: str, status: Status, *, owner: str | None = None
     ) -> Session:

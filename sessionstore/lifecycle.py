@@ -8,18 +8,22 @@ UpdateItem whose condition lists the statuses it may come from (``status_in``), 
 needed and no read-then-write race exists: two instances closing one session cannot both move
 it. A refused move is explained from the item the refusal returns (ALL_OLD): asking for the
 status the session already has is a no-op success, anything else not in the table is
-``InvalidTransition``.
+``InvalidTransition``. A session that is done with can also be closed and let go
+(``close_and_expire``): closed and its ttl brought forward, with its attributes item's, in one
+transaction.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from . import locking, reads, schema, write_tokens
-from .backend import Backend, Plan
+from .backend import Again, Backend, Plan
 from .clock import format_timestamp
 from .conditions import (
+    TRUE,
     Clause,
     Condition,
     Name,
@@ -30,10 +34,13 @@ from .conditions import (
     clause,
     item_to_wire,
     put_item,
+    set_,
     update_item,
 )
 from .errors import DynamoDBError, InvalidInput, InvalidTransition, SessionAlreadyExists
 from .item import (
+    EMPTY_MAP_BYTES,
+    A,
     M,
     alive,
     attributes_item,
@@ -44,6 +51,7 @@ from .item import (
     session_from_item,
     stored,
 )
+from .locking import MetadataWrite
 from .memory import Memory
 from .models import Session, Status
 from .wire import Cancelled, ConditionFailed, to_python
@@ -85,9 +93,11 @@ class StatusEdit:
 
     session_id: str
     to: Status
+    ttl: int | None = None  # a new ttl (epoch seconds), set by the same write
 
     def update(self) -> Update:
-        return assign(M.STATUS, self.to.value)
+        update = assign(M.STATUS, self.to.value)
+        return update if self.ttl is None else update + assign(M.TTL, self.ttl)
 
     def condition(self) -> Condition:
         return status_in(*sources(self.to))
@@ -134,6 +144,63 @@ def update_status(
     with reads.on_conflict(backend, memory):
         wrote = locking.write(backend, memory, session_id, owner, edit, version=seen.version)
     return reads.landed(backend, memory, wrote.session, f"write to session {session_id!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class CloseAndExpire(Plan[None]):
+    """The metadata write of a close that sets the ttl too (``meta``, carrying a
+    ``StatusEdit``) and the same ttl on the attributes item, in one transaction; once closed,
+    the session's attributes can no longer change, so nothing can move it back. The attributes
+    update has no condition: a session that never had any gets an empty item (an earlier
+    incarnation's, to every reader) that goes with it. A transaction returns nothing."""
+
+    meta: MetadataWrite
+    expire_at: int
+
+    operation: ClassVar[str] = "transact_write_items"
+
+    def request(self, now_ms: int) -> dict[str, Any]:
+        update, condition = self.meta.parts(now_ms)
+        table, session_id = self.meta.table, self.meta.session_id
+        meta = update_item(table, schema.meta_key(session_id), update, condition, returns=None)
+        attrs = assign(A.TTL, self.expire_at)
+        # An item this creates is complete, and no session's (``attributes``' reader skips it).
+        for field, value in ((A.REV, 0), (A.BYTES, EMPTY_MAP_BYTES), (A.INCARNATION, "")):
+            attrs += set_(
+                field, "{} = if_not_exists({}, {})", Name(field), Name(field), Value(value)
+            )
+        theirs = update_item(table, schema.attrs_key(session_id), attrs, TRUE, returns=None)
+        theirs.pop("ReturnValuesOnConditionCheckFailure")  # no condition
+        return {"TransactItems": [{"Update": meta}, {"Update": theirs}]}
+
+    def succeeded(self, response: dict[str, Any], now_ms: int) -> None:
+        return None
+
+    def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Again[None] | None:
+        assert isinstance(failure, Cancelled)
+        if not failure.failed(0):  # the attributes update has no condition
+            raise DynamoDBError("TransactionCanceledException", repr(failure.reasons))
+        # Ours already landed, already closed (left as it is), or the typed error.
+        verdict = self.meta.refused(ConditionFailed(failure.old(0), failure.ambiguous), now_ms)
+        if isinstance(verdict, Again):
+            assert isinstance(verdict.plan, MetadataWrite)
+            return Again(dataclasses.replace(self, meta=verdict.plan))
+        return None
+
+
+def close_and_expire(
+    backend: Backend, memory: Memory, session_id: str, owner: str | None, expire_at: int
+) -> None:
+    """``closing`` -> ``closed``, and ``ttl = expire_at`` on the metadata and attributes items:
+    one transaction (``CloseAndExpire``)."""
+    edit = StatusEdit(session_id, Status.CLOSED, expire_at)
+    token = backend.token()
+    meta = locking.planned(backend, memory, session_id, owner, edit, token)
+    try:
+        with memory.refusals():
+            backend.drive(CloseAndExpire(meta, expire_at), f"close of session {session_id!r}")
+    finally:
+        memory.settle(session_id, token, ())
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,7 +37,7 @@ from .codec import JSON
 from .context import ContextReader, Limits
 from .errors import InvalidInput
 from .ids import IdFactory, RandomIds
-from .item import METADATA_OVERHEAD, WIDEST_CONTEXT_BYTES, WIDEST_COUNT
+from .item import METADATA_OVERHEAD, WIDEST_CONTEXT_BYTES, WIDEST_COUNT, WIDEST_TTL
 from .memory import Memory
 from .models import Context, Loaded, Session, Status, ToolCallRecord
 from .retry import RetryPolicy
@@ -168,6 +168,20 @@ class SessionStore:
     @telemetry.traced("close")
     def close(self, session_id: str, *, owner: str | None = None) -> Session:
         return self.transition(session_id, Status.CLOSED, owner=owner)
+
+    @telemetry.traced("close_and_expire")
+    def close_and_expire(
+        self, session_id: str, *, owner: str | None = None, expire_at: int
+    ) -> None:
+        """``closing`` -> ``closed``, and the session let go: one ``TransactWriteItems`` that
+        closes it with its ``ttl`` set to ``expire_at`` (epoch seconds) and deletes its
+        attributes item, which a closed session can no longer change. After ``expire_at`` the
+        session reads as expired and DynamoDB's TTL deletes its metadata item (page and
+        tool-call items keep their own ttl). A session already closed is left as it is;
+        another status is ``InvalidTransition``. Nothing is read back."""
+        validate.session(session_id, owner)
+        validate.int_in("expire_at", expire_at, 0, WIDEST_TTL)
+        lifecycle.close_and_expire(self.backend, self.memory, session_id, owner, expire_at)
 
     @telemetry.traced("update_status")
     def update_status(

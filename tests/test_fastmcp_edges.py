@@ -15,15 +15,17 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from fastmcp.server.sessions import Session, UserSession
+from fastmcp.server.sessions import InvalidSession, Session, UserSession
 from key_value.aio.adapters.pydantic import PydanticAdapter
 
 import sessionstore as ss
+from sessionstore import sizing
 from sessionstore.aio import AsyncSessionStore
 from sessionstore.fastmcp import StoreSessionState
 from sessionstore.fastmcp.names import principal_owner, store_session_id
 from sessionstore.testing import RequestLog
 from sessionstore.testing.faults import Fault, FaultInjector
+from sessionstore.testing.soak import scan_table as scan
 
 PRINCIPAL = '["app","issuer","alice"]'
 OWNER = principal_owner(PRINCIPAL)
@@ -201,3 +203,87 @@ async def test_session_used_once_per_idle_period_lives_to_its_cap(client: Any, t
     assert await session.get("a") == 2
     clock.advance(seconds=60 + 30)
     assert not await session._exists()
+
+
+# ---------------------------------------------------------------- what an end leaves behind
+
+
+@_sync(60)
+async def test_ended_session_keeps_no_item_past_a_bounded_ttl(client: Any, table: str) -> None:
+    clock = ss.ManualClock("2026-01-01T12:00:00Z")
+    state = _state(client, table, clock)  # a day's cap
+    session = _session(state, "s-ended")
+    await session._create()
+    await session.set("plan", {"steps": ["a", "b"]})
+    await session.set("note", "x" * 300)
+    before = {item["sk"]["S"]: item for item in scan(client, table)}
+    ended_s = clock.now_ms() // 1000
+    assert await session._exists()  # end_session resolves the id first (get_session)
+    with RequestLog(client) as log:
+        await session.end()
+    left = [item for item in scan(client, table) if item["pk"]["S"] == "session#s-ended"]
+    assert left, "the closed metadata item stays, so a racing write finds it closed"
+    late = {item["sk"]["S"]: int(item["ttl"]["N"]) - ended_s for item in left}
+    assert all(s <= 60 for s in late.values()), f"seconds of ttl left after the end: {late}"
+    assert set(late) == {"metadata", "metadata#attributes"}
+    # What it costs: an UpdateItem (closing), then one transaction (closed, and the ttl on both
+    # items): 5 write units while the state is under 1 KB.
+    assert log.counts() == {"UpdateItem": 1, "TransactWriteItems": 1}
+    meta = sizing.item_size(before["metadata"])
+    attrs = sizing.item_size(before["metadata#attributes"])
+    assert attrs < 1024
+    units = sizing.write_units(meta) + sizing.write_units(meta, transactional=True)
+    assert units + sizing.write_units(attrs, transactional=True) == 5
+    # Ended: the id never resolves again, and nothing is written under it.
+    assert not await session._exists()
+    for op in (session.get("plan"), session.set("plan", 1), session.clear()):
+        with pytest.raises(InvalidSession):
+            await op
+    clock.advance(seconds=61)  # past its ttl: gone for every reader
+    with pytest.raises(ss.SessionExpired):
+        ss.SessionStore(client, table, clock=clock).get_session("s-ended", owner="anon")
+
+
+@_sync(60)
+async def test_end_whose_response_is_lost_ends_once(engine: Any, table: str) -> None:
+    client = ss.connect(engine.endpoint_url, max_attempts=1)
+    state = _state(client, table)
+    session = _session(state, "s-lost-end")
+    await session._create()
+    await session.set("a", 1)
+    script = [Fault.LOST_RESPONSE]  # the closing transaction lands, its answer is lost
+    with FaultInjector(client, script=script, operations=["TransactWriteItems"]) as faults:
+        await session.end()
+    assert faults.injected[Fault.LOST_RESPONSE] == 1
+    left = [item for item in scan(client, table) if item["pk"]["S"] == "session#s-lost-end"]
+    assert [item["sk"]["S"] for item in left] == ["metadata", "metadata#attributes"]
+    assert left[0]["status"]["S"] == "closed"
+    assert left[0]["ttl"] == left[1]["ttl"]
+    await session.end()  # ended already: a no-op
+    # A session that never had state: its end leaves an empty state item, expiring with it.
+    empty = _session(state, "s-empty-end")
+    await empty._create()
+    await empty.end()
+    left = [item for item in scan(client, table) if item["pk"]["S"] == "session#s-empty-end"]
+    assert len({item["ttl"]["N"] for item in left}) == 1
+    raw = ss.SessionStore(client, table)
+    assert raw.get_session("s-empty-end", owner="anon").attributes == {}
+
+
+def test_close_and_expire_moves_only_a_closing_session(store: ss.SessionStore) -> None:
+    """The store operation behind ``end``: from ``closing`` only; a closed session is left."""
+    sid = store.create_session(owner="o", attributes={"a": 1}).session_id
+    store.activate(sid, owner="o")
+    at = store.clock.now_ms() // 1000 + 30
+    with pytest.raises(ss.InvalidTransition):
+        store.close_and_expire(sid, owner="o", expire_at=at)
+    with pytest.raises(ss.InvalidInput):
+        store.close_and_expire(sid, owner="o", expire_at=-1)
+    store.begin_close(sid, owner="o")
+    store.close_and_expire(sid, owner="o", expire_at=at)
+    closed = store.get_session(sid, owner="o")
+    assert (closed.status, closed.ttl, closed.attributes) == (ss.Status.CLOSED, at, {"a": 1})
+    store.close_and_expire(sid, owner="o", expire_at=at + 100)  # closed already: left as it is
+    assert store.get_session(sid, owner="o").ttl == at
+    with pytest.raises(ss.SessionNotFound):
+        store.close_and_expire(sid, owner="mallory", expire_at=at)

@@ -159,6 +159,9 @@ def _exercise(client: Any, table: str, tenant: str) -> None:
         store.append_context(sid, ["late"], owner="alice")
     with pytest.raises(ss.SessionNotFound):
         store.load(sid, owner="mallory")
+    ended = store.create_session(owner="alice", attributes={"a": 1}).session_id
+    store.begin_close(ended, owner="alice")
+    store.close_and_expire(ended, owner="alice", expire_at=clock.now_ms() // 1000 + 60)
     short = store.create_session(owner="alice", ttl_seconds=5).session_id
     clock.advance(seconds=10)
     with pytest.raises(ss.SessionExpired):

@@ -46,11 +46,14 @@ from ..store import SessionStore
 from .dispatch import SessionHandler, install
 from .names import KEY_PREFIXES, USER_PREFIX, attribute_name, identity
 
-__all__ = ["CLEAR_ATTEMPTS", "StoreSessionState", "idle_slack", "stored_idle"]
+__all__ = ["CLEAR_ATTEMPTS", "ENDED_TTL_SECONDS", "StoreSessionState", "idle_slack", "stored_idle"]
 
 #: How many times ``clear`` reads and retries against concurrent writes before it gives up
 #: (``ConflictRetriesExhausted``); each retry is one Query and one transaction.
 CLEAR_ATTEMPTS = 20
+#: How long an ended session's metadata item stays (closed: a racing ``set`` or ``end`` finds
+#: it so) before its ttl; its state is deleted by the end itself.
+ENDED_TTL_SECONDS = 60
 
 
 def idle_slack(idle_seconds: int) -> int:
@@ -184,23 +187,27 @@ class StoreSessionState(SessionHandler):
         raise ConflictRetriesExhausted(sid, last.expected, last.current, CLEAR_ATTEMPTS)
 
     async def session_end(self, session: Session) -> None:
-        """End it: ``closing`` then ``closed`` (2 requests); a closed session refuses every write,
-        so a ``set`` racing the end either lands before it or raises ``InvalidSession``. A
-        per-user bucket is emptied instead, so the principal can go on using it."""
+        """End it: ``closing``, then ``closed`` with its state deleted and its ttl at most
+        ``ENDED_TTL_SECONDS`` away (2 requests: an UpdateItem, then ``close_and_expire``'s
+        transaction). A closed session refuses every write, so a ``set`` racing the end either
+        lands before it or raises ``InvalidSession``. A per-user bucket is emptied instead, so
+        the principal can go on using it."""
         owner, sid = identity(session)
         if sid.startswith(USER_PREFIX):
             await self.session_clear(session)
             return
         try:
-            await self.store.begin_close(sid, owner=owner)
+            closing = await self.store.begin_close(sid, owner=owner)
         except InvalidTransition as exc:
             if exc.current is not Status.CLOSED:
                 raise
             return  # ended already (by another request)
         except (SessionNotFound, SessionExpired) as exc:
             raise InvalidSession() from exc
+        now_s = self.store.clock.now_ms() // 1000
+        expire_at = min(closing.ttl, now_s + ENDED_TTL_SECONDS)
         try:
-            await self.store.close(sid, owner=owner)
+            await self.store.close_and_expire(sid, owner=owner, expire_at=expire_at)
         except (SessionNotFound, SessionExpired) as exc:
             raise InvalidSession() from exc
 
