@@ -22,17 +22,25 @@ Tools written for FastMCP stay as they are. What changes behind them:
   refuses one the whole state is put again with the bound exact);
 * ``get`` and the check behind ``get_session`` are one strongly consistent Query each;
 * ``clear`` removes every key pinned to the version it read (a concurrent ``set`` makes it read
-  again and retry), so it is atomic; ``end`` closes the session (``active -> closing -> closed``),
-  after which every write is refused by its condition: the id never resolves again and nothing
-  is written under it; DynamoDB deletes its items at its ttl;
+  again and retry), so it is atomic; ``end`` closes the session (``active -> closing``, then
+  ``closed`` with the ttl of its items brought to at most ``ENDED_TTL_SECONDS``, 60 s, after
+  the end: ``close_and_expire``, one transaction), after which every write is refused by its
+  condition: the id never resolves again and nothing is written under it; DynamoDB's TTL then
+  deletes its items, as FastMCP's own store deletes the key;
 * ``create_session`` opens the session with the store's absolute cap (``ttl_seconds``) and idle
   expiry (``idle_seconds``); an expired, ended, unknown or another principal's id is FastMCP's
-  own ``InvalidSession`` ("Invalid or unknown session."). Resolving a session whose idle
-  deadline is less than half a period away moves it (one ``touch``), so a session only read
-  stays alive too;
+  own ``InvalidSession`` ("Invalid or unknown session."). A session used (resolved, read or
+  written) at least once every ``idle_seconds`` lives to its cap, a read alone moving its idle
+  deadline on when no more than ``idle_seconds`` of it is left (one ``touch``); one left alone
+  expires between ``idle_seconds`` and ``idle_seconds`` plus its slack (``idle_slack``: half
+  of it, rounded up) after its last use. The slack is kept in the store, so a session only
+  read is touched at most about once per slack;
 * the injected per-user bucket (``session: UserSession``) is a store session of its own per
   principal, created by its first write, with ``user_ttl_seconds`` and no idle expiry; its
-  ``end`` empties it (atomically, like ``clear``) so it stays usable, as in FastMCP.
+  ``end`` empties it (atomically, like ``clear``) so it stays usable, as in FastMCP. Its first
+  write creates it and then activates it; a bucket whose activation did not happen (a fault, a
+  crash, a racing first write) is activated by the next request that reads it (one
+  UpdateItem), so it is never refused.
 
 How: FastMCP builds its ``Session`` objects itself, so the adapter cannot be reached below the
 read-modify-write. Constructing a ``StoreSessionState`` installs, once per process, a dispatch
@@ -51,12 +59,14 @@ and its process).
 """
 
 from .names import attribute_name, principal_owner, store_session_id
-from .state import CLEAR_ATTEMPTS, StoreSessionState
+from .state import CLEAR_ATTEMPTS, ENDED_TTL_SECONDS, StoreSessionState, idle_slack
 
 __all__ = [
     "CLEAR_ATTEMPTS",
+    "ENDED_TTL_SECONDS",
     "StoreSessionState",
     "attribute_name",
+    "idle_slack",
     "principal_owner",
     "store_session_id",
 ]

@@ -3,7 +3,8 @@
 What it does with each ``Session`` operation, and what each costs, is in the package docstring
 (``sessionstore.fastmcp``); in short: a ``set`` or ``delete`` is one ``update_attributes`` of
 that key alone (one request, the transaction, nothing read back), a ``get`` one Query, a
-``clear`` one Query and one transaction pinned to the version read, an ``end`` two transitions.
+``clear`` one Query and one transaction pinned to the version read, an ``end`` two requests
+(``closing``, then ``close_and_expire``'s transaction).
 Everything else FastMCP keeps in its key-value store (``ctx.set_state``, visibility rules) is
 passed through to ``other``.
 
