@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -24,7 +25,7 @@ from key_value.aio.adapters.pydantic import PydanticAdapter
 
 import sessionstore as ss
 from sessionstore.aio import AsyncSessionStore
-from sessionstore.fastmcp import StoreSessionState, attribute_name
+from sessionstore.fastmcp import ENDED_TTL_SECONDS, StoreSessionState, attribute_name
 from sessionstore.fastmcp.demo import create_server
 from sessionstore.mcp import RunningServer
 from sessionstore.testing import RequestLog
@@ -100,9 +101,18 @@ async def test_end_racing_sets_never_resurrects_nor_leaves_orphans(client: Any, 
     servers = [create_server(StoreSessionState(s)) for s in stores]
 
     async def is_orphan(session_id: str) -> bool:
-        # Anything but a closed session would be state living on after the end.
+        # Anything but a closed session would be state living on after the end; so would an
+        # item whose ttl is more than a minute away.
         current = await stores[0].get_session(session_id, owner="anon")
-        return current.status is not ss.Status.CLOSED
+        items = client.query(
+            TableName=table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": f"session#{session_id}"}},
+            ConsistentRead=True,
+        )["Items"]
+        bound = time.time() + ENDED_TTL_SECONDS + 5
+        late = [item["sk"]["S"] for item in items if int(item["ttl"]["N"]) > bound]
+        return current.status is not ss.Status.CLOSED or bool(late)
 
     async with _servers(*servers) as urls:
         race = await end_race(urls, is_orphan, setters=4, rounds=10, timeout=90)
