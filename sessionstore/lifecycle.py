@@ -150,7 +150,7 @@ def update_status(
 class CloseAndExpire(Plan[None]):
     """The metadata write of a close that sets the ttl too (``meta``, carrying a
     ``StatusEdit``) and the same ttl on the attributes item, in one transaction; once closed,
-    the session's attributes can no longer change, so nothing can move it back. The attributes
+    the session's attributes can no longer change, so nothing moves their ttl back. The attributes
     update has no condition: a session that never had any gets an empty item (an earlier
     incarnation's, to every reader) that goes with it. A transaction returns nothing."""
 

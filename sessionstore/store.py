@@ -174,11 +174,11 @@ class SessionStore:
         self, session_id: str, *, owner: str | None = None, expire_at: int
     ) -> None:
         """``closing`` -> ``closed``, and the session let go: one ``TransactWriteItems`` that
-        closes it with its ``ttl`` set to ``expire_at`` (epoch seconds) and deletes its
-        attributes item, which a closed session can no longer change. After ``expire_at`` the
-        session reads as expired and DynamoDB's TTL deletes its metadata item (page and
-        tool-call items keep their own ttl). A session already closed is left as it is;
-        another status is ``InvalidTransition``. Nothing is read back."""
+        closes it and sets the ``ttl`` of its metadata and attributes items to ``expire_at``
+        (epoch seconds); a closed session's attributes can no longer change, so nothing moves
+        it back. After ``expire_at`` the session reads as expired and DynamoDB's TTL deletes
+        both items (page and tool-call items keep their own ttl). A session already closed is
+        left as it is; another status is ``InvalidTransition``. Nothing is read back."""
         validate.session(session_id, owner)
         validate.int_in("expire_at", expire_at, 0, WIDEST_TTL)
         lifecycle.close_and_expire(self.backend, self.memory, session_id, owner, expire_at)
