@@ -52,8 +52,8 @@ __all__ = ["CLEAR_ATTEMPTS", "ENDED_TTL_SECONDS", "StoreSessionState", "idle_sla
 #: How many times ``clear`` reads and retries against concurrent writes before it gives up
 #: (``ConflictRetriesExhausted``); each retry is one Query and one transaction.
 CLEAR_ATTEMPTS = 20
-#: How long an ended session's metadata item stays (closed: a racing ``set`` or ``end`` finds
-#: it so) before its ttl; its state is deleted by the end itself.
+#: The most an ended session's items -- the closed metadata item and the state item -- stay
+#: before their ttl: meanwhile a racing ``set`` or ``end`` finds the session closed.
 ENDED_TTL_SECONDS = 60
 
 
@@ -188,11 +188,11 @@ class StoreSessionState(SessionHandler):
         raise ConflictRetriesExhausted(sid, last.expected, last.current, CLEAR_ATTEMPTS)
 
     async def session_end(self, session: Session) -> None:
-        """End it: ``closing``, then ``closed`` with its state deleted and its ttl at most
-        ``ENDED_TTL_SECONDS`` away (2 requests: an UpdateItem, then ``close_and_expire``'s
-        transaction). A closed session refuses every write, so a ``set`` racing the end either
-        lands before it or raises ``InvalidSession``. A per-user bucket is emptied instead, so
-        the principal can go on using it."""
+        """End it: ``closing``, then ``closed`` with the ttl of its items (metadata and state)
+        at most ``ENDED_TTL_SECONDS`` away (2 requests: an UpdateItem, then
+        ``close_and_expire``'s transaction). A closed session refuses every write, so a ``set``
+        racing the end either lands before it or raises ``InvalidSession``. A per-user bucket
+        is emptied instead, so the principal can go on using it."""
         owner, sid = identity(session)
         if sid.startswith(USER_PREFIX):
             await self.session_clear(session)
