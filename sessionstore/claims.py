@@ -48,7 +48,7 @@ from .backend import Backend, Plan
 from .clock import format_timestamp
 from .codec import JSON
 from .conditions import Condition, Name, Update, absent, assign, equals, remove, update_item
-from .errors import InvalidInput, ItemTooLarge, SessionExpired, ToolCallConflict
+from .errors import ItemTooLarge, SessionExpired, ToolCallConflict
 from .ids import validate_id
 from .memory import Memory
 from .models import ToolCallRecord
@@ -64,10 +64,9 @@ MAX_SUSPENDED_BYTES = 64 * 1024
 
 
 def call_fingerprint(tool_name: str, arguments: JSON) -> str:
-    """What makes two deliveries "the same call": the tool and its arguments. ``InvalidInput``
-    for arguments the record could not hold (``codec.encode``: NaN, infinities -- ``1e400``
-    parses as one --, a lone surrogate, too deep): refused here, before the claim, the tool
-    never runs; whatever passes, the completion can write."""
+    """What makes two deliveries "the same call": the tool and its arguments. ``InvalidInput``,
+    before the claim, for arguments the completion could not write (NaN, ``1e400`` parsed as
+    an infinity, a lone surrogate, too deep): such a call never runs."""
     codec.encode(arguments, "arguments")
     return codec.fingerprint(codec.encode(tool_name, "tool_name"), arguments)
 
@@ -255,14 +254,6 @@ def _too_large(text: str) -> str:
     return codec.encode({"tooLarge": {"bytes": sizing.text_size(text)}}, "")
 
 
-def _text(value: JSON, what: str) -> str:
-    """``value``'s JSON text, or, if JSON cannot hold it (a tool's own NaN or lone surrogate;
-    arguments are refused before the claim), a note of why: a run is never lost to its form."""
-    try:
-        return codec.encode(value, what)
-    except InvalidInput as exc:
-        return codec.encode({"unrecordable": ascii(str(exc))}, what)
-
 
 def _drive_result(
     backend: Backend,
@@ -276,11 +267,11 @@ def _drive_result(
     answered from the fingerprint and the output, never the input, so the input goes first:
     past the limit it is kept as ``{"tooLarge": {"bytes": N}}``; then the output (delivered
     this once; a repeat is told it was too large to keep). The smallest form always fits, and
-    a value JSON cannot hold is kept as why (``_text``): a run is never lost to its size or
+    a value JSON cannot hold is kept as why (``codec.kept``): a run is never lost to its size or
     form. An engine that still finds a form too large (its own count, a field we did not
     foresee) gets the next one."""
     arguments, output, duration_ms = result
-    i, o = _text(arguments, "input"), _text(output, "output")
+    i, o = codec.kept(arguments, "input"), codec.kept(output, "output")
     forms = ((i, o), (_too_large(i), o), (_too_large(i), _too_large(o)))
     at, limit = held[C.CALLED_AT], backend.item_size_limit
     fields = [tool_calls.recorded_fields(*form, duration_ms, at) for form in forms]
