@@ -254,7 +254,6 @@ def _too_large(text: str) -> str:
     return codec.encode({"tooLarge": {"bytes": sizing.text_size(text)}}, "")
 
 
-
 def _drive_result(
     backend: Backend,
     held: Item,
