@@ -241,7 +241,7 @@ def test_a_hostile_value_is_refused_before_running_or_runs_once_and_is_replayed(
 ) -> None:
     served.runs.runs.clear()
 
-    async def main() -> tuple[str, list[Any]]:
+    async def main() -> tuple[str, list[Any], list[str]]:
         http = httpx2.AsyncClient(transport=Literals(literal), timeout=TIMEOUT)
         async with (
             http,
@@ -253,16 +253,17 @@ def test_a_hostile_value_is_refused_before_running_or_runs_once_and_is_replayed(
             if tool == "stash" and not (meta and protocol.TOOL_CALL_ID_KEY in meta):
                 call["idempotency_key"] = KEY
             answers: list[Any] = []
+            before = len(served.proxy.log)
             for _ in range(2):  # the first delivery, then its repeat
                 try:
                     answers.append(await client.call_tool(tool, call, meta=meta))
                 except MCPError as exc:
                     answers.append(exc)
-        return sid, answers
+            routed = [backend for method, backend in served.proxy.log[before:] if method == "POST"]
+        return sid, answers, routed
 
-    sid, (first, again) = _run(main)
-    (_, one), (_, other) = served.proxy.log[-2:]
-    assert one != other  # the repeat reached the other instance
+    sid, (first, again), routed = _run(main)
+    assert len(set(routed)) == len(routed) == 2  # the repeat reached the other instance
     store = served.instances.stores[0]
     calls = list(store.backend.query(schema.pk(sid), schema.TOOL_PREFIX, schema.TOOLS_END))
     if outcome == REFUSED:
