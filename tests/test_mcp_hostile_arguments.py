@@ -143,7 +143,7 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any] | None, bytes, str, i
         {protocol.TOOL_CALL_ID_KEY: MARK},
         b"1e400",
         REFUSED,
-        -32602,
+        INVALID_PARAMS,
     ),
     (
         "meta key id surrogate",
