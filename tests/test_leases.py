@@ -8,10 +8,11 @@ import dataclasses
 
 import sessionstore as ss
 from sessionstore import claims, leases
+from sessionstore.testing import RequestLog
 
 
 def test_a_lease_is_renewed_only_while_the_claim_is_ours_and_running(
-    store: ss.SessionStore, active: ss.Session, clock: ss.ManualClock
+    store: ss.SessionStore, active: ss.Session, clock: ss.ManualClock, requests: RequestLog
 ) -> None:
     """``leases.renew``: one conditional UpdateItem; it never takes another delivery's claim,
     reopens a recorded call, nor revives a lease that ran out."""
@@ -26,7 +27,9 @@ def test_a_lease_is_renewed_only_while_the_claim_is_ours_and_running(
 
     ours = claim("c-1")
     clock.advance(seconds=6)
+    requests.reset()
     assert leases.renew(backend, memory, ours, 1, lease_ms=10_000) == clock.now_ms() + 10_000
+    assert requests.operations == ["UpdateItem"]
     clock.advance(seconds=6)  # past the first lease, within the renewed one
     repeat = claims.claim(
         backend, memory, sid, "c-1", "t", {}, owner="alice", ttl=active.ttl, lease_ms=10_000
