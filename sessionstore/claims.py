@@ -24,7 +24,8 @@ claimed, lease over, never recorded     ``UNKNOWN``: it may or may not have run;
 A multi-round-trip call (a tool answering ``InputRequiredResult``) keeps its claim across
 rounds: each later round is taken once (``start_round``), and a round that asks the client for
 input leaves that answer in the item (``suspend_round``), so a round re-sent after a lost
-response gets it again instead of running again.
+response gets it again instead of running again. A tool waiting for the client's answers has its
+lease renewed meanwhile (``leases``): "in progress" lasts as long as the wait.
 
 A tool that is harmless to run twice (read-only or idempotent, by the server's own
 annotations) is not claimed: its result is put once, recorded, by ``put_record`` (one PutItem).
