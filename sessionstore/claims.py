@@ -24,7 +24,8 @@ claimed, lease over, never recorded     ``UNKNOWN``: it may or may not have run;
 A multi-round-trip call (a tool answering ``InputRequiredResult``) keeps its claim across
 rounds: each later round is taken once (``start_round``), and a round that asks the client for
 input leaves that answer in the item (``suspend_round``), so a round re-sent after a lost
-response gets it again instead of running again.
+response gets it again instead of running again. A tool waiting for the client's answers has its
+lease renewed meanwhile (``leases``): "in progress" lasts as long as the wait.
 
 A tool that is harmless to run twice (read-only or idempotent, by the server's own
 annotations) is not claimed: its result is put once, recorded, by ``put_record`` (one PutItem).
@@ -64,8 +65,10 @@ MAX_SUSPENDED_BYTES = 64 * 1024
 
 
 def call_fingerprint(tool_name: str, arguments: JSON) -> str:
-    """What makes two deliveries "the same call": the tool and its arguments."""
-    codec.validate(arguments, "arguments")
+    """What makes two deliveries "the same call": the tool and its arguments. ``InvalidInput``,
+    before the claim, for arguments the completion could not write (NaN, ``1e400`` parsed as
+    an infinity, a lone surrogate, too deep): such a call never runs."""
+    codec.encode(arguments, "arguments")
     return codec.fingerprint(codec.encode(tool_name, "tool_name"), arguments)
 
 
@@ -263,11 +266,12 @@ def _drive_result(
     to its item ``held``, in the fullest form that fits the item size limit. A repeat is
     answered from the fingerprint and the output, never the input, so the input goes first:
     past the limit it is kept as ``{"tooLarge": {"bytes": N}}``; then the output (delivered
-    this once; a repeat is told it was too large to keep). The smallest form always fits: a
-    run is never lost to its size. An engine that still finds a form too large (its own
-    count, a field we did not foresee) gets the next one."""
+    this once; a repeat is told it was too large to keep). The smallest form always fits, and
+    a value JSON cannot hold is kept as why (``codec.kept``): a run is never lost to its size or
+    form. An engine that still finds a form too large (its own count, a field we did not
+    foresee) gets the next one."""
     arguments, output, duration_ms = result
-    i, o = codec.encode(arguments, "input"), codec.encode(output, "output")
+    i, o = codec.kept(arguments, "input"), codec.kept(output, "output")
     forms = ((i, o), (_too_large(i), o), (_too_large(i), _too_large(o)))
     at, limit = held[C.CALLED_AT], backend.item_size_limit
     fields = [tool_calls.recorded_fields(*form, duration_ms, at) for form in forms]

@@ -67,6 +67,16 @@ def encode(value: JSON, what: str = "value") -> str:
     return text
 
 
+def kept(value: JSON, what: str = "value") -> str:
+    """``encode(value)``, or where JSON cannot hold it (a tool's own NaN, a lone surrogate), a
+    note of why, ``{"unrecordable": "..."}``: what a record keeps of a run that happened."""
+    try:
+        return encode(value, what)
+    except InvalidInput as exc:
+        why = str(exc).encode("ascii", "backslashreplace").decode()
+        return encode({"unrecordable": why}, what)
+
+
 def fingerprint(name_text: str, *values: JSON) -> str:
     """Digest of a tool name (already encoded) and payloads that ``encode`` accepted or
     ``validate`` passed: key order ignored, number spelling kept (``1`` and ``1.0`` differ)."""

@@ -532,3 +532,104 @@ def test_an_ask_the_tool_gives_up_on_is_cancelled_by_the_id_the_client_knows(
     assert cancelled["method"] == "notifications/cancelled"
     assert cancelled["params"]["requestId"] == asked["id"]  # the ask id, not the SDK's own
     assert done["result"]["structuredContent"] == {"result": "gave up"}
+
+
+# ---------------------------------------------------------------------------- the claim's lease
+
+
+class Survey:
+    """A keyed tool that asks the client three questions, and the renewals of its lease."""
+
+    QUESTIONS = 3
+
+    def __init__(self) -> None:
+        self.runs: list[str] = []
+        self.renewals: list[int] = []  # the instance that sent each
+
+    def tools(self, server: Any) -> None:
+        @server.tool()
+        async def survey(ctx: Context, idempotency_key: IdempotencyKey = None) -> int:
+            """Three questions, one after the other; the number answered yes."""
+            self.runs.append(str(idempotency_key))
+            yes = 0
+            for n in range(self.QUESTIONS):
+                answer = await ctx.elicit(f"Question {n + 1}?", Confirmation)
+                yes += answer.action == "accept" and answer.data is not None and answer.data.ok
+            return yes
+
+    def watch(self, store: ss.SessionStore, instance: int) -> None:
+        def seen(params: dict[str, Any], **_: Any) -> None:
+            # A renewal sets the lease alone; a completion removes it, a later round sets more.
+            names = params.get("ExpressionAttributeNames", {})
+            update = params.get("UpdateExpression", "")
+            if "leaseUntil" in names.values() and "," not in update and "REMOVE" not in update:
+                self.renewals.append(instance)
+
+        store.client.meta.events.register("provide-client-params.dynamodb.UpdateItem", seen)
+
+
+def test_a_tool_that_asks_past_its_lease_keeps_it_and_a_retry_is_told_in_progress(
+    engine: LocalDynamoDB, table: str
+) -> None:
+    """Each wait is shorter than the lease, their sum is not: the lease is renewed while the
+    tool waits, so a retry on the other instance is "in progress", never "outcome unknown";
+    the tool runs once and a later retry is replayed. Time is the injected clock's: the first
+    two answers come 6 s after their question, past half the 10 s lease."""
+    clock = ss.ManualClock("2026-01-01T12:00:00Z")
+    survey = Survey()
+
+    def instance(n: int) -> RunningServer:
+        store = ss.SessionStore(
+            ss.connect(engine.endpoint_url),
+            table,
+            clock=clock,
+            retry=RetryPolicy(sleep=lambda _s: None),
+        )
+        survey.watch(store, n)
+        server = create_server(store, state_keys=KEYS, lease_seconds=10)
+        survey.tools(server)
+        return RunningServer(create_app(server, answer_wait_seconds=8))
+
+    async def main() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        async with (
+            instance(0) as a,
+            instance(1) as b,
+            httpx2.AsyncClient(timeout=10) as http,
+        ):
+            opened = await http.post(a.url, json=INITIALIZE, headers=HEADERS)
+            session = {
+                **HEADERS,
+                "mcp-session-id": opened.headers["mcp-session-id"],
+                "mcp-protocol-version": "2025-11-25",
+            }
+            call = _call("survey", {"idempotency_key": "survey-1"})
+            async with http.stream("POST", a.url, json=call, headers=session) as stream:
+                lines = stream.aiter_lines()
+                for n in range(Survey.QUESTIONS):
+                    asked = await _event(lines)
+                    assert asked["method"] == "elicitation/create"
+                    if n < Survey.QUESTIONS - 1:
+                        clock.advance(seconds=6)  # the client takes its time
+                    else:  # 12 s since the claim: past its first lease
+                        again = await http.post(b.url, json={**call, "id": 3}, headers=session)
+                        retried = await _event(again.aiter_lines())
+                    answer = {
+                        "jsonrpc": "2.0",
+                        "id": asked["id"],
+                        "result": {"action": "accept", "content": {"ok": True}},
+                    }
+                    posted = await http.post(b.url, json=answer, headers=session)
+                    assert posted.status_code == 202
+                done = await _event(lines)
+            after = await http.post(b.url, json={**call, "id": 4}, headers=session)
+            return retried, done, await _event(after.aiter_lines())
+
+    retried, done, replayed = _run(main)
+    assert retried.get("error", {}).get("code") == protocol.TOOL_CALL_IN_PROGRESS, retried
+    assert done["result"]["structuredContent"] == {"result": 3}
+    assert replayed["result"]["structuredContent"] == {"result": 3}
+    assert replayed["result"]["_meta"][protocol.REPLAYED_KEY] is True
+    assert survey.runs == ["survey-1"]
+    # The cost: one conditional UpdateItem per half lease spent asking (here one per wait that
+    # passed half the lease), sent by the instance whose tool waits.
+    assert survey.renewals == [0, 0]

@@ -15,7 +15,10 @@ stateless transport has no memory to wait in. So a session's requests are served
 * on whichever instance the answer reaches: the POST is checked as the SDK's transport checks
   it (Host, Origin, Accept, Content-Type, JSON-RPC), then written into the ask, the first answer
   only (``asks.answer``), and answered 202 once it is in the table -- 503 if the store failed,
-  so the client may send it again.
+  so the client may send it again;
+* meanwhile the call's claim stays "in progress": its lease is renewed when an ask is opened or
+  a poll finds no answer, once less than half of it is left (``leases``: 1 WCU per half lease
+  spent asking).
 
 The wait is bounded (``wait_seconds``, 240 by default: then the tool sees a timeout error), each
 ask on its own, and ends with a clear error as soon as a poll finds the session closing, closed,
@@ -55,6 +58,7 @@ from ..aio import AsyncSessionStore
 from ..errors import InvalidInput, ItemTooLarge, Unavailable
 from ..models import Session
 from . import asgi
+from .leases import LEASE_SCOPE_KEY, Held
 from .protocol import SESSION_SCOPE_KEY
 from .relay import ASK_ID_PREFIX, POLLS, Relay
 
@@ -112,6 +116,7 @@ class BackChannel:
     ) -> None:
         """The SDK's stateless request handling, with the relay between transport and
         dispatcher and ``can_send_request`` on."""
+        held = Held(self.store)
         transport = StreamableHTTPServerTransport(
             mcp_session_id=None,
             is_json_response_enabled=False,
@@ -127,7 +132,7 @@ class BackChannel:
 
         async def relayed(task_status: TaskStatus[None]) -> None:
             async with transport.connect() as (read_stream, write_stream):
-                relay = Relay(self.store, self.wait_seconds, session, write_stream)
+                relay = Relay(self.store, self.wait_seconds, session, write_stream, held)
                 dispatcher: JSONRPCDispatcher[TransportContext] = JSONRPCDispatcher(
                     relay.to_dispatcher,
                     relay.from_dispatcher_send,
@@ -155,6 +160,8 @@ class BackChannel:
                         tg.cancel_scope.cancel()
 
         assert manager._task_group is not None
+        # ``calls`` hands it the claim of the call this request runs: the relay keeps its lease.
+        scope[LEASE_SCOPE_KEY] = held
         try:
             await manager._task_group.start(run)
             await transport.handle_request(scope, receive, send)

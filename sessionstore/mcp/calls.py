@@ -6,7 +6,8 @@ the tool never runs twice under one id; the tool runs with ``current_session()``
 ``claims.complete`` writes its result into the claimed item. A harmless tool (read-only or
 idempotent by the server's annotations) is not claimed: the session is checked, the tool runs,
 and ``claims.put_record`` puts its record. A tool that answers ``InputRequiredResult`` carries
-its claim to the round that finishes it (``rounds``). The close tool runs with its session set
+its claim to the round that finishes it (``rounds``); one that waits for the client's answers
+has its lease kept meanwhile (``leases``). The close tool runs with its session set
 and is neither claimed nor recorded: closing is a lifecycle step. The ``claims`` operations are
 the core's (``sessionstore.claims``), run over the store's backend and memory, traced, on its
 threads.
@@ -30,6 +31,7 @@ from ..codec import JSON
 from ..errors import SessionExpired, SessionStoreError
 from . import rounds
 from .claims import traced
+from .leases import Held, held_in
 from .mcp_errors import as_mcp, to_mcp_error
 from .protocol import REPLAYED_KEY, TOOL_CALL_IN_PROGRESS, TOOL_CALL_OUTCOME_UNKNOWN
 from .routing import Route
@@ -134,6 +136,7 @@ class Calls:
         call_next: CallNext,
     ) -> HandlerResult:
         started = self.store.clock.now_ms()
+        held = self._hold(ctx, claimed, route.round_number, started)
         with as_current(self._view(route)):
             try:
                 result = await call_next(ctx)
@@ -142,6 +145,9 @@ class Calls:
                 output: JSON = {"mcpError": exc.error.model_dump(mode="json", exclude_none=True)}
                 await self._record(route, output, started, claimed, ttl)
                 raise
+            finally:
+                if held is not None:
+                    held.release()
         if isinstance(result, InputRequiredResult):
             # Not finished: the next round carries the claim in the sealed requestState, and
             # the answer is kept for a client that lost it and sends this round again.
@@ -159,6 +165,28 @@ class Calls:
             output = {"unrecordable": type(result).__name__}
         await self._record(route, output, started, claimed, ttl)
         return result
+
+    def _hold(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        claimed: claims.Claim | None,
+        round_number: int,
+        started: int,
+    ) -> Held | None:
+        """Hand the claim to the back channel, which keeps its lease while the tool waits for
+        the client (``leases``); None when nothing is claimed or no back channel serves this."""
+        held = held_in(getattr(ctx.request, "scope", None))
+        if held is None or claimed is None:
+            return None
+        # A later round's claim comes from its sealed state: its lease was renewed just now.
+        until = claimed.lease_until_ms
+        held.hold(
+            claimed,
+            round_number,
+            self.lease_ms,
+            started + self.lease_ms if until is None else until,
+        )
+        return held
 
     async def _keep_suspension(
         self, claimed: claims.Claim, round_number: int, answer: InputRequiredResult

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from .. import claims as core
-from .. import telemetry
+from .. import leases, telemetry
 from ..claims import Claim, Outcome, State, answer, call_fingerprint
 from ..codec import JSON
 from ..store import SessionStore
@@ -28,6 +28,7 @@ _TRACED: dict[Callable[..., Any], Callable[..., Any]] = {
         (core.suspend_round, "suspend_round"),
         (core.complete, "complete_tool_call"),
         (core.put_record, "record_tool_call"),
+        (leases.renew, "renew_lease"),
     )
 }
 

@@ -5,7 +5,9 @@ serves. Why: the dispatcher sends a tool's request to the client and waits for a
 read stream, in memory. The relay gives the request an ask id and opens the ask in the table
 (``asks.ask``), polls the table for the answer (``asks.poll``) and hands it to the dispatcher as
 if the client had sent it here; then it removes the answer it read (``asks.settle``). Polls come
-after ``POLLS`` and then once a second, until a bounded wait is over or the session ends.
+after ``POLLS`` and then once a second, until a bounded wait is over or the session ends. While
+the tool waits, its claim's lease is kept (``leases.Held.keep``: when an ask is opened, and
+after each poll that found no answer).
 
 Nothing here may fail the server: a stream closed under the relay (the client gone, the
 transport torn down) ends the relay, and the dispatcher sees the end as its own.
@@ -42,6 +44,7 @@ from .. import asks
 from ..aio import AsyncSessionStore
 from ..errors import SessionStoreError, Unavailable
 from ..models import Session
+from .leases import Held
 
 #: The JSON-RPC id of a request this layer sent begins so: how an answer is recognised.
 ASK_ID_PREFIX: Final = "ask-"
@@ -79,6 +82,8 @@ class Relay:
     wait_seconds: float
     session: Session
     to_transport: WriteStream[SessionMessage]
+    #: The claim of the call this request runs, whose lease is kept while it waits.
+    lease: Held
     #: The asks this request waits for, by the dispatcher's id: their ask id and their poll.
     waiting: dict[RequestId, tuple[str, anyio.CancelScope]] = field(default_factory=dict)
 
@@ -148,6 +153,7 @@ class Relay:
         backend = store.store.backend
         wait_ms = int(self.wait_seconds * 1000)
         sid = self.session.session_id
+        await self.lease.keep()  # the tool waits from now on
         try:
             ask_id, deadline = await store.run(
                 asks.ask, backend, sid, backend.token(), request.method, wait_ms
@@ -203,6 +209,7 @@ class Relay:
                 return
             if backend.now_ms() >= deadline_ms + _MARGIN * 1000:
                 break
+            await self.lease.keep()
         why = f"no answer from the client within {self.wait_seconds:g} s"
         await self._answer(request_id, ErrorData(code=REQUEST_TIMEOUT, message=why))
 

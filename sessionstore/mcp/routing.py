@@ -4,7 +4,8 @@ MCP layer, the interceptor's first step (``middleware``): decided from the reque
 server's own tools before anything is written, so a call the SDK will refuse anyway, or one
 that names no session, costs no request. The session can be named three ways (a handle
 argument, ``_meta``, the legacy ``Mcp-Session-Id``) and the key two (``_meta``, an idempotency
-argument); the first one present wins. A later round of a multi-round-trip call brings its
+argument); the first one present wins. Arguments the call's record could not hold are refused
+here, before any tool runs (``storable``). A later round of a multi-round-trip call brings its
 claim along (``rounds``).
 """
 
@@ -17,10 +18,11 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolRequestParams
+from mcp_types import INVALID_PARAMS, CallToolRequestParams
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from .. import claims
+from .. import claims, codec
+from ..errors import InvalidInput
 from ..ids import IdFactory
 from ..models import Session
 from . import rounds
@@ -79,6 +81,8 @@ class Routing:
             return None
         if legacy is not None and legacy.session_id != session_id:
             legacy = None  # an explicit handle names another session: check that one
+        # Before anything runs: what the record could not hold is refused, never run and lost.
+        storable(arguments)
         closing = params.name == self.close_tool
         tool_call_id, resumed, round_number = "", None, 1
         if not closing:
@@ -151,6 +155,19 @@ def valid(tool: Tool, arguments: dict[str, Any]) -> bool:
     except Exception:
         return False
     return True
+
+
+def storable(arguments: dict[str, Any]) -> None:
+    """INVALID_PARAMS unless the call's record can hold ``arguments``: a client's ``1e400`` or
+    ``NaN`` parses as a float JSON cannot write, ``"\\ud800"`` as a lone surrogate, and the
+    completion would refuse them after the tool ran (a harmless tool is recorded after it runs,
+    too)."""
+    try:
+        codec.encode(arguments, "arguments")
+    except InvalidInput as exc:
+        raise MCPError(
+            INVALID_PARAMS, str(exc), {"reason": "invalid_input", "argument": "arguments"}
+        ) from None
 
 
 def legacy_session(ctx: ServerRequestContext[Any, Any]) -> Session | None:
