@@ -13,6 +13,7 @@ the same picture.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -26,7 +27,18 @@ from ..conditions import readable
 from ..models import Status
 from .timeline import Attempt, Outcome, Timeline
 
+
+class Picture(Figure):
+    """A Figure that a notebook shows as a PNG whether or not pyplot was ever imported."""
+
+    def _repr_png_(self) -> bytes:
+        png = io.BytesIO()
+        self.savefig(png, format="png", dpi=100, metadata={"Software": None})
+        return png.getvalue()
+
+
 __all__ = [
+    "Picture",
     "Timeline",
     "item_collection",
     "lost_response",
@@ -138,10 +150,10 @@ def _describe_02(attempt: Attempt, state: dict[str, Any]) -> tuple[str, str, boo
     return f"UpdateItem\n{condition}\n-> {attempt.outcome.value}{seen}", "unchanged", False
 
 
-def lost_update(unguarded: Timeline, guarded: Timeline) -> Figure:
+def lost_update(unguarded: Timeline, guarded: Timeline) -> Picture:
     """Notebook 02: Alice's and Bob's requests, as sent, without the version clause and with
     it; under each, the item after every write."""
-    fig = Figure(figsize=(9.5, 6.4), layout="constrained")
+    fig = Picture(figsize=(9.5, 6.4), layout="constrained")
     top, bottom = fig.subplots(2, 1)
     _sequence(
         top,
@@ -177,11 +189,11 @@ def _describe_04(attempt: Attempt, state: dict[str, Any]) -> tuple[str, str, boo
     return f"{attempt.operation}\n-> {attempt.outcome.value}", "", False
 
 
-def lost_response(timeline: Timeline) -> Figure:
+def lost_response(timeline: Timeline) -> Picture:
     """Notebook 04: the deliveries of one tool call -- a lost response and botocore's retry,
     the client's repeat, another instance's replay -- and the one item they all find."""
     width = max(7.0, 1.7 * len(timeline.attempts) + 2.5)
-    fig = Figure(figsize=(width, 1.3 * len(timeline.actors()) + 2.2), layout="constrained")
+    fig = Picture(figsize=(width, 1.3 * len(timeline.actors()) + 2.2), layout="constrained")
     _sequence(
         fig.subplots(),
         timeline.attempts,
@@ -198,7 +210,7 @@ def item_collection(
     items: Sequence[Mapping[str, Any]],
     kind: Callable[[str], str],
     holds: Callable[[Mapping[str, Any]], str],
-) -> Figure:
+) -> Picture:
     """Notebook 01: one session's items as one Query returned them, coloured by how often each
     is written, with the key ranges of the store's two reads."""
     colour = {
@@ -208,7 +220,7 @@ def item_collection(
         "tool call": "#9dc3e6",
     }
     n = len(items)
-    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    fig = Picture(figsize=(10, 4.2), layout="constrained")
     ax = fig.subplots()
     for y, item in enumerate(items):
         top = n - 1 - y  # the first key at the top
@@ -265,9 +277,9 @@ def item_collection(
 # ------------------------------------------------------------------- notebook 02, threads
 
 
-def thread_race(events: Sequence[tuple[float, int, str]], threads: int, commits: int) -> Figure:
+def thread_race(events: Sequence[tuple[float, int, str]], threads: int, commits: int) -> Picture:
     """Notebook 02: each thread's attempts, conflicts and commits over time."""
-    fig = Figure(figsize=(9, 3.2), layout="constrained")
+    fig = Picture(figsize=(9, 3.2), layout="constrained")
     ax = fig.subplots()
     styles = {
         "attempt": ("|", "0.6", 60),
@@ -305,12 +317,12 @@ Move = tuple[Status, Status, bool]
 
 def state_machine(
     transitions: Mapping[Status, frozenset[Status]], tried: Mapping[str, Sequence[Move]]
-) -> Figure:
+) -> Picture:
     """Notebook 05: the statuses and the moves ``transitions`` allows (grey, above), and per
     panel the moves a cell tried (below): solid if written, dashed if refused; green if the
     table allows the move, red if not."""
     statuses = list(Status)
-    fig = Figure(figsize=(9, 2.9 * len(tried)), layout="constrained")
+    fig = Picture(figsize=(9, 2.9 * len(tried)), layout="constrained")
     axes = fig.subplots(len(tried), 1, squeeze=False)[:, 0]
     for ax, (title, moves) in zip(axes, tried.items(), strict=True):
         x = {s: 2.2 * i for i, s in enumerate(statuses)}
