@@ -172,21 +172,20 @@ def lost_update(unguarded: Timeline, guarded: Timeline) -> Picture:
 
 def _describe_04(attempt: Attempt, state: dict[str, Any]) -> tuple[str, str, bool]:
     """Notebook 04: each attempt of each delivery; the item's lane says what the sender
-    knows of the call's item after it."""
+    knows of the call's item after it. An attempt after a lost one, from the same sender,
+    is botocore's retry."""
+    retry = state.pop("lost_by", None) == attempt.actor
+    name = "botocore's retry" if retry else attempt.operation
     if attempt.operation == "GetItem":
         return "GetItem\n(the session's ttl)", "", False
     if attempt.outcome is Outcome.LOST:
-        return f"{attempt.operation}\napplied; response lost", "the sender\ncannot tell", True
+        state["lost_by"] = attempt.actor
+        return f"{name}\napplied; response lost", "the sender\ncannot tell", True
     old = attempt.old_item()
     if attempt.outcome is Outcome.REFUSED and old is not None:
         when = old.get("recordedAt", {}).get("S", "?")[11:19]
-        state["refusals"] = state.get("refusals", 0) + 1
-        return (
-            f"{attempt.operation}\n-> refused: id taken",
-            f"one item,\nrecorded {when}\n(in ALL_OLD)",
-            False,
-        )
-    return f"{attempt.operation}\n-> {attempt.outcome.value}", "", False
+        return f"{name}\n-> refused: id taken", f"one item,\nrecorded {when}\n(in ALL_OLD)", False
+    return f"{name}\n-> {attempt.outcome.value}", "", False
 
 
 def lost_response(timeline: Timeline) -> Picture:
