@@ -3,203 +3,39 @@
 Layer: beside the exercises, for the tutorial only; nothing of the store depends on it. Why a
 module: a notebook's path shows one call per picture (its source hidden in the book), the
 drawing code is tested like code, and a learner who changes a parameter and runs the cell again
-gets the picture of *that* run. Each function returns a ``matplotlib.figure.Figure`` made
-without pyplot, so a cell that ends with the call shows it once, and nothing depends on a GUI.
+gets the picture of *that* run. Each function returns a ``figure.Picture``, a matplotlib
+figure made without pyplot, so a cell that ends with the call shows it once.
 
-The pictures of notebooks 02 and 04 are drawn from a ``timeline.Timeline``: the requests a cell
-sent, each attempt with its parameters and what came back. Nothing is random: the same run draws
-the same picture.
+The pictures of notebooks 02 and 04 are sequence diagrams (``sequences``) drawn from a
+``timeline.Timeline``: the requests a cell sent, each attempt with its parameters and what came
+back. Nothing here is random: the same run draws the same picture.
 """
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 
 from .. import schema
-from ..conditions import readable
 from ..models import Status
-from .timeline import Attempt, Outcome, Timeline
-
-
-class Picture(Figure):
-    """A Figure that a notebook shows as a PNG whether or not pyplot was ever imported."""
-
-    def _repr_png_(self) -> bytes:
-        png = io.BytesIO()
-        self.savefig(png, format="png", dpi=100, metadata={"Software": None})
-        return png.getvalue()
-
+from .figure import Picture
+from .sequences import lost_response, lost_update
+from .timeline import Timeline
 
 __all__ = [
     "Picture",
     "Timeline",
+    "append_cost",
+    "appends_race",
     "item_collection",
     "lost_response",
     "lost_update",
     "state_machine",
     "thread_race",
 ]
-
-
-# ------------------------------------------------------------------- sequence diagrams
-
-_COLOURS = {
-    Outcome.OK: "tab:green",
-    Outcome.REFUSED: "tab:orange",
-    Outcome.LOST: "tab:red",
-    Outcome.ERROR: "tab:red",
-    Outcome.PENDING: "0.5",
-}
-
-#: (the label at the sender, the note on the item's lane, and whether the note is bad news)
-Describe = Callable[[Attempt, "dict[str, Any]"], tuple[str, str, bool]]
-
-
-def _sequence(ax: Axes, attempts: Sequence[Attempt], describe: Describe, title: str) -> None:
-    """Lanes for the senders above one lane for the item; one column per attempt."""
-    ordered = sorted(attempts, key=lambda a: a.order)
-    lanes = list(dict.fromkeys(a.actor for a in ordered))
-    top = len(lanes)
-    state: dict[str, Any] = {}
-    for y, lane in enumerate(lanes):
-        ax.axhline(top - y, color="0.85", lw=1, zorder=0)
-        ax.text(-0.55, top - y, lane, ha="right", va="center", fontsize=9, weight="bold")
-    ax.axhline(0, color="0.6", lw=2, zorder=0)
-    ax.text(-0.6, 0, "the item", ha="right", va="center", fontsize=9, weight="bold")
-    for x, attempt in enumerate(ordered):
-        y = top - lanes.index(attempt.actor)
-        colour = _COLOURS[attempt.outcome]
-        label, note, bad = describe(attempt, state)
-        ax.annotate(
-            "",
-            (x - 0.12, 0.12),
-            (x - 0.12, y - 0.12),
-            arrowprops={"arrowstyle": "-|>", "color": "0.35", "lw": 1.2},
-        )
-        if attempt.outcome is Outcome.LOST:  # the answer never arrives
-            ax.plot([x + 0.12, x + 0.12], [0.12, y / 2], color=colour, lw=1.5, ls="--")
-            ax.plot(x + 0.12, y / 2, marker="X", color=colour, markersize=10)
-        else:
-            ax.annotate(
-                "",
-                (x + 0.12, y - 0.12),
-                (x + 0.12, 0.12),
-                arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 1.5},
-            )
-        ax.text(
-            x,
-            y + 0.14,
-            label,
-            ha="center",
-            va="bottom",
-            fontsize=7.5,
-            color="0.1",
-            bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": colour},
-        )
-        if note:
-            ax.text(
-                x,
-                -0.16,
-                note,
-                ha="center",
-                va="top",
-                fontsize=7.5,
-                color="tab:red" if bad else "0.15",
-                weight="bold" if bad else "normal",
-            )
-    ax.set_xlim(-1.6, len(ordered) - 0.4)
-    ax.set_ylim(-1.0, top + 1.0)
-    ax.axis("off")
-    ax.set_title(title, fontsize=10, loc="left")
-
-
-def _writers(item: Mapping[str, Any]) -> list[str]:
-    """Who wrote each message of a ``context`` list (the text before its colon)."""
-    return [m["S"].split(":")[0] for m in item.get("context", {}).get("L", [])]
-
-
-def _describe_02(attempt: Attempt, state: dict[str, Any]) -> tuple[str, str, bool]:
-    """Notebook 02: reads show the version read; writes the condition they carried; the
-    item's lane the version and whose messages it holds after each write."""
-    if attempt.operation == "GetItem":
-        item = attempt.response.get("Item", {})
-        state.update(version=int(item["version"]["N"]), context=_writers(item))
-        return f"GetItem\nreads version {state['version']}", "", False
-    condition = readable(attempt.params, "ConditionExpression")
-    condition = f"if {condition}" if condition else "no condition"
-    if attempt.outcome is Outcome.OK:
-        values = attempt.params.get("ExpressionAttributeValues", {}).values()
-        written = next((_writers({"context": v}) for v in values if "L" in v), [])
-        lost = [w for w in state.get("context", []) if w not in written]
-        state.update(version=state.get("version", 0) + 1, context=written)
-        note = f"version {state['version']}\n[{', '.join(written)}]"
-        if lost:
-            note += f"\n{', '.join(lost)}'s message lost"
-        return f"UpdateItem\n{condition}\n-> written", note, bool(lost)
-    old = attempt.old_item() or {}
-    if "version" in old:
-        state.update(version=int(old["version"]["N"]), context=_writers(old))
-    seen = f"\nALL_OLD: version {state.get('version')}" if old else ""
-    return f"UpdateItem\n{condition}\n-> {attempt.outcome.value}{seen}", "unchanged", False
-
-
-def lost_update(unguarded: Timeline, guarded: Timeline) -> Picture:
-    """Notebook 02: Alice's and Bob's requests, as sent, without the version clause and with
-    it; under each, the item after every write."""
-    fig = Picture(figsize=(9.5, 6.4), layout="constrained")
-    top, bottom = fig.subplots(2, 1)
-    _sequence(
-        top,
-        unguarded.attempts,
-        _describe_02,
-        "Read, modify, write back with no condition: both writes land",
-    )
-    _sequence(
-        bottom,
-        guarded.attempts,
-        _describe_02,
-        "With `version = <the version read>`: Bob is refused, retries on ALL_OLD",
-    )
-    return fig
-
-
-def _describe_04(attempt: Attempt, state: dict[str, Any]) -> tuple[str, str, bool]:
-    """Notebook 04: each attempt of each delivery; the item's lane says what the sender
-    knows of the call's item after it. An attempt after a lost one, from the same sender,
-    is botocore's retry."""
-    retry = state.pop("lost_by", None) == attempt.actor
-    name = "botocore's retry" if retry else attempt.operation
-    if attempt.operation == "GetItem":
-        return "GetItem\n(the session's ttl)", "", False
-    if attempt.outcome is Outcome.LOST:
-        state["lost_by"] = attempt.actor
-        return f"{name}\napplied; response lost", "the sender\ncannot tell", True
-    old = attempt.old_item()
-    if attempt.outcome is Outcome.REFUSED and old is not None:
-        when = old.get("recordedAt", {}).get("S", "?")[11:19]
-        return f"{name}\n-> refused: id taken", f"one item,\nrecorded {when}\n(in ALL_OLD)", False
-    return f"{name}\n-> {attempt.outcome.value}", "", False
-
-
-def lost_response(timeline: Timeline) -> Picture:
-    """Notebook 04: the deliveries of one tool call -- a lost response and botocore's retry,
-    the client's repeat, another instance's replay -- and the one item they all find."""
-    width = max(7.0, 1.7 * len(timeline.attempts) + 2.5)
-    fig = Picture(figsize=(width, 1.3 * len(timeline.actors()) + 2.2), layout="constrained")
-    _sequence(
-        fig.subplots(),
-        timeline.attempts,
-        _describe_04,
-        f"{len(timeline.attempts)} attempts, one tool call, one item",
-    )
-    return fig
 
 
 # ------------------------------------------------------------------- notebook 01
@@ -305,6 +141,104 @@ def thread_race(events: Sequence[tuple[float, int, str]], threads: int, commits:
         fontsize=10,
     )
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=3, frameon=False)
+    return fig
+
+
+# ------------------------------------------------------------------- notebook 03
+
+
+def appends_race(sent: Sequence[str], kept: Mapping[str, Sequence[str]], writers: int) -> Picture:
+    """Notebook 03: one row per way of appending (``kept``: what each kept of ``sent``), one
+    square per message sent, grouped by writer: filled if kept, empty if lost."""
+    order = [m.strip('"') for m in sent]
+    per_writer = max(1, len(order) // writers)
+    fig = Picture(figsize=(9.5, 0.75 * len(kept) + 1.4), layout="constrained")
+    ax = fig.subplots()
+    colours = [f"C{n % 10}" for n in range(writers)]
+    for row, (label, survived) in enumerate(kept.items()):
+        y = len(kept) - 1 - row
+        have = {m.strip('"') for m in survived}
+        for i, message in enumerate(order):
+            x = i + (i // per_writer) * 0.6  # a gap between writers
+            filled = message in have
+            ax.add_patch(
+                Rectangle(
+                    (x, y + 0.15),
+                    0.85,
+                    0.7,
+                    edgecolor=colours[i // per_writer],
+                    facecolor=colours[i // per_writer] if filled else "white",
+                    lw=1.2,
+                )
+            )
+        ax.text(
+            -0.6,
+            y + 0.5,
+            f"{label}\n{len(have & set(order))} of {len(order)} kept",
+            ha="right",
+            va="center",
+            fontsize=9,
+        )
+    for n in range(writers):
+        ax.text(
+            n * (per_writer + 0.6) + per_writer / 2,
+            -0.2,
+            f"writer {n}",
+            ha="center",
+            va="top",
+            fontsize=8,
+            color=colours[n],
+        )
+    ax.set_xlim(-0.2, len(order) + writers * 0.6)
+    ax.set_ylim(-0.6, len(kept) + 0.1)
+    ax.axis("off")
+    ax.set_title(
+        f"{len(order)} concurrent appends ({writers} writers): filled = kept, empty = lost",
+        fontsize=10,
+        loc="left",
+    )
+    return fig
+
+
+def append_cost(inline_wcu: Sequence[int], paged_wcu: Mapping[int, int]) -> Picture:
+    """Notebook 03: the write units of one append, by the message it appends: the inline list
+    (``inline_wcu[k - 1]`` for message ``k``, until the next would pass 400 KB) and pages
+    (measured at the messages of ``paged_wcu``)."""
+    fig = Picture(figsize=(8, 3.6), layout="constrained")
+    ax = fig.subplots()
+    refused = len(inline_wcu) + 1
+    ax.plot(
+        range(1, refused),
+        inline_wcu,
+        color="tab:red",
+        lw=2,
+        label="inline list (source design), 1 message per append",
+    )
+    ax.plot(refused, inline_wcu[-1], marker="X", color="tab:red", markersize=10, ls="none")
+    ax.annotate(
+        f"message {refused}: refused\n(item over 400 KB)",
+        (refused, inline_wcu[-1]),
+        xytext=(-12, -8),
+        textcoords="offset points",
+        ha="right",
+        va="top",
+        fontsize=8,
+        color="tab:red",
+    )
+    messages = sorted(paged_wcu)
+    ax.plot(
+        messages,
+        [paged_wcu[m] for m in messages],
+        color="tab:green",
+        lw=2,
+        marker="o",
+        label="pages (the store), measured",
+    )
+    ax.set_xscale("log")
+    ax.set_xlabel("the message appended (log scale)")
+    ax.set_ylabel("write units of that append")
+    ax.set_title("What one 500-byte append costs as the context grows", fontsize=10)
+    ax.legend(loc="upper left", fontsize=8, frameon=False)
     return fig
 
 
