@@ -51,6 +51,9 @@ html_copy_source = False
 html_show_sourcelink = False
 # The top of the output opens the start page.
 html_extra_path = ["_extra"]
+# On a phone, long code lines wrap instead of scrolling sideways (docs/_static/phone.css).
+html_static_path = ["_static"]
+html_css_files = ["phone.css"]
 
 
 def _markdown(text: str, cell_id: str) -> dict[str, Any]:
