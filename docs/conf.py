@@ -9,6 +9,7 @@ their committed outputs: nothing is executed, nothing is fetched.
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from typing import Any
 
@@ -70,6 +71,20 @@ def _split_heading(text: str) -> tuple[str, str]:
     return "\n".join(lines[:cut]), "\n".join(lines[cut:]).strip()
 
 
+def _title(heading: str, prompt: str) -> tuple[str, str]:
+    """An exercise's title and its prompt: the heading's words after "Exercise"
+    (``### Exercise: the key of a tool call``), else the prompt's bold lead, taken out of it
+    (``**1 · The reservation.** Write ...``)."""
+    last = heading.splitlines()[-1] if heading else ""
+    title = re.sub(r"^#+\s*(\d+\s*·\s*)?Exercises?\s*[:·]?\s*", "", last).strip()
+    if title:
+        return title, prompt
+    lead = re.match(r"\*\*(.+?)\.?\*\*\s*", prompt)
+    if lead:
+        return lead.group(1), prompt[lead.end() :]
+    return "", prompt
+
+
 def _notebook_for_the_book(app: Any, docname: str, source: list[str]) -> None:
     """What a notebook shows in the book and JupyterLab shows its own way; the notebook file is
     not changed, only the text Sphinx reads.
@@ -96,12 +111,14 @@ def _notebook_for_the_book(app: Any, docname: str, source: list[str]) -> None:
         if "exercise" in tags:
             exercises += 1
             label = f"nb{stem}-exercise-{exercises}"
-            prompt = ""
+            before, prompt = "", ""
             if cells and cells[-1]["cell_type"] == "markdown":
                 before, prompt = _split_heading("".join(cells.pop()["source"]))
                 if before:
                     cells.append(_markdown(before, f"{label}-heading"))
-            cells.append(_markdown(f"```{{exercise-start}}\n:label: {label}\n```\n\n{prompt}", label))
+            title, prompt = _title(before, prompt)
+            start = f"```{{exercise-start}} {title}\n:label: {label}\n:nonumber:\n```"
+            cells.append(_markdown(f"{start}\n\n{prompt}", label))
             cells += [cell, _markdown("```{exercise-end}\n```", f"{label}-end")]
             continue
         if "solution" in tags and exercises:

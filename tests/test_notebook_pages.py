@@ -6,6 +6,7 @@ drawn from the notebook's own run, with alt text, its drawing call folded away i
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -117,3 +118,36 @@ def test_a_picture_of_its_own_run_with_alt_text(path: Path) -> None:
         assert shown, f"{path.name}: a drawing cell shows no picture"
         alt = cell["metadata"].get("mystnb", {}).get("image", {}).get("alt", "")
         assert len(alt.split()) >= 20, f"{path.name}: alt text too short: {alt!r}"
+
+
+def _book_hook() -> Any:
+    spec = importlib.util.spec_from_file_location("book_conf", ROOT / "docs" / "conf.py")
+    assert spec is not None and spec.loader is not None
+    conf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conf)
+    return conf._notebook_for_the_book
+
+
+@pytest.mark.parametrize("path", CORE, ids=lambda p: p.stem)
+def test_the_book_shows_exercises_as_exercises(path: Path) -> None:
+    """What Sphinx reads of a notebook: each exercise a titled sphinx-exercise ``exercise``
+    holding its prompt and stub, each solution a ``solution`` whose code opens on "Show
+    solution"; every code cell kept, in order."""
+    source = [path.read_text()]
+    _book_hook()(None, f"notebooks/{path.stem}", source)
+    cells = json.loads(source[0])["cells"]
+    texts = ["".join(c["source"]) for c in cells]
+    stubs = [i for i, c in enumerate(cells) if "exercise" in _tags(c)]
+    solutions = [i for i, c in enumerate(cells) if "solution" in _tags(c)]
+    assert stubs and len(stubs) == len(solutions), path.name
+    for stub, solution in zip(stubs, solutions, strict=True):
+        start = texts[stub - 1]
+        assert re.match(r"```\{exercise-start\} \S.*\n:label: ", start), start[:80]
+        assert texts[stub + 1].startswith("```{exercise-end}")
+        assert texts[solution - 1].startswith("```{solution-start}")
+        assert texts[solution + 1].startswith("```{solution-end}")
+        prompts = cells[solution]["metadata"]["mystnb"]
+        assert prompts["code_prompt_show"] == "Show solution"
+        assert "hide-input" in _tags(cells[solution])
+    code = [c["id"] for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    assert [c["id"] for c in cells if c["cell_type"] == "code"] == code  # every code cell kept
