@@ -42,7 +42,9 @@ def _output_text(output: dict[str, Any]) -> str:
     return "".join(output.get("data", {}).get("text/plain", ""))
 
 
-def _too_wide(path: Path, *, exercises: bool) -> list[str]:
+def _too_wide(
+    path: Path, *, exercises: bool, parts: tuple[str, ...] = ("source", "output")
+) -> list[str]:
     found = []
     for n, cell in enumerate(_cells(path)):
         if cell["cell_type"] != "code" or bool(_tags(cell) & EXERCISE_TAGS) != exercises:
@@ -50,6 +52,8 @@ def _too_wide(path: Path, *, exercises: bool) -> list[str]:
         texts = [("source", "".join(cell["source"]))]
         texts += [("output", _output_text(o)) for o in cell.get("outputs", [])]
         for where, text in texts:
+            if where not in parts:
+                continue
             found += [
                 f"cell {n} {where}, {len(line)} columns: {line[:50]}..."
                 for line in text.splitlines()
@@ -66,12 +70,23 @@ def test_code_and_outputs_fit_the_column(path: Path) -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="an exercise cell shows the stub or solution of sessionstore.exercises (100-column "
-    "source) and the checker's verdict (wrapped at 96): they fit once those modules do",
+    reason="the verdicts are printed by sessionstore.exercises' Exercise.check, wrapped at 96 "
+    "columns here: they fit once it wraps at 88 and the notebooks are run again",
 )
 @pytest.mark.parametrize("path", CORE, ids=lambda p: p.stem)
-def test_exercises_fit_the_column(path: Path) -> None:
-    wide = _too_wide(path, exercises=True)
+def test_exercise_verdicts_fit_the_column(path: Path) -> None:
+    wide = _too_wide(path, exercises=True, parts=("output",))
+    assert not wide, f"{path.name}: lines over {COLUMNS} columns:\n" + "\n".join(wide)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an exercise cell shows a stub or solution of sessionstore.exercises as written there "
+    "(100-column source; tests/test_exercises.py checks the cell holds it): it fits once they do",
+)
+@pytest.mark.parametrize("path", CORE, ids=lambda p: p.stem)
+def test_exercise_code_fits_the_column(path: Path) -> None:
+    wide = _too_wide(path, exercises=True, parts=("source",))
     assert not wide, f"{path.name}: lines over {COLUMNS} columns:\n" + "\n".join(wide)
 
 
