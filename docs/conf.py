@@ -9,6 +9,7 @@ their committed outputs: nothing is executed, nothing is fetched.
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from typing import Any
 
@@ -51,25 +52,85 @@ html_copy_source = False
 html_show_sourcelink = False
 # The top of the output opens the start page.
 html_extra_path = ["_extra"]
+# On a phone, long code lines wrap instead of scrolling sideways (docs/_static/phone.css).
+html_static_path = ["_static"]
+html_css_files = ["phone.css"]
 
 
-def _hide_what_jupyter_hides(app: Any, docname: str, source: list[str]) -> None:
-    """A notebook cell whose input JupyterLab keeps collapsed (``jupyter.source_hidden``, as an
-    exercise's solution is) shows collapsed in the book too, behind a click (myst-nb's
-    ``hide-input`` tag). The notebook file is not changed; only the text Sphinx reads."""
+def _markdown(text: str, cell_id: str) -> dict[str, Any]:
+    return {"cell_type": "markdown", "id": cell_id, "metadata": {}, "source": text}
+
+
+def _split_heading(text: str) -> tuple[str, str]:
+    """A prompt cell's text before and including its last heading line, and the rest."""
+    lines = text.splitlines()
+    headings = [i for i, line in enumerate(lines) if line.startswith("#")]
+    if not headings:
+        return "", text
+    cut = headings[-1] + 1
+    return "\n".join(lines[:cut]), "\n".join(lines[cut:]).strip()
+
+
+def _title(heading: str, prompt: str) -> tuple[str, str]:
+    """An exercise's title and its prompt: the heading's words after "Exercise"
+    (``### Exercise: the key of a tool call``), else the prompt's bold lead, taken out of it
+    (``**1 · The reservation.** Write ...``)."""
+    last = heading.splitlines()[-1] if heading else ""
+    title = re.sub(r"^#+\s*(\d+\s*·\s*)?Exercises?\s*[:·]?\s*", "", last).strip()
+    if title:
+        return title, prompt
+    lead = re.match(r"\*\*(.+?)\.?\*\*\s*", prompt)
+    if lead:
+        return lead.group(1), prompt[lead.end() :]
+    return "", prompt
+
+
+def _notebook_for_the_book(app: Any, docname: str, source: list[str]) -> None:
+    """What a notebook shows in the book and JupyterLab shows its own way; the notebook file is
+    not changed, only the text Sphinx reads.
+
+    * A cell whose input JupyterLab keeps collapsed (``jupyter.source_hidden``: a solution, the
+      call that draws a picture) shows collapsed here too, behind a click (``hide-input``).
+    * An exercise (its prompt, the markdown cell before the cell tagged ``exercise``, and that
+      cell) is a sphinx-exercise ``exercise``, and the cell tagged ``solution`` after it its
+      ``solution``, whose code opens on "Show solution". A heading of the prompt cell stays
+      outside, so that the page's contents still list the exercise.
+    """
     if not docname.startswith("notebooks/"):
         return
     notebook = json.loads(source[0])
-    changed = False
+    stem = docname.rsplit("/", 1)[-1][:2]
+    cells: list[dict[str, Any]] = []
+    exercises = 0
     for cell in notebook.get("cells", []):
         metadata = cell.setdefault("metadata", {})
-        if metadata.get("jupyter", {}).get("source_hidden"):
-            tags = metadata.setdefault("tags", [])
-            if "hide-input" not in tags:
-                tags.append("hide-input")
-                changed = True
-    if changed:
-        source[0] = json.dumps(notebook)
+        tags = metadata.setdefault("tags", [])
+        if metadata.get("jupyter", {}).get("source_hidden") and "hide-input" not in tags:
+            tags.append("hide-input")
+        label = f"nb{stem}-exercise-{exercises}"
+        if "exercise" in tags:
+            exercises += 1
+            label = f"nb{stem}-exercise-{exercises}"
+            before, prompt = "", ""
+            if cells and cells[-1]["cell_type"] == "markdown":
+                before, prompt = _split_heading("".join(cells.pop()["source"]))
+                if before:
+                    cells.append(_markdown(before, f"{label}-heading"))
+            title, prompt = _title(before, prompt)
+            start = f"```{{exercise-start}} {title}\n:label: {label}\n:nonumber:\n```"
+            cells.append(_markdown(f"{start}\n\n{prompt}", label))
+            cells += [cell, _markdown("```{exercise-end}\n```", f"{label}-end")]
+            continue
+        if "solution" in tags and exercises:
+            metadata.setdefault("mystnb", {}).update(
+                code_prompt_show="Show solution", code_prompt_hide="Hide solution"
+            )
+            cells += [_markdown(f"```{{solution-start}} {label}\n```", f"{label}-solution"), cell]
+            cells.append(_markdown("```{solution-end}\n```", f"{label}-solution-end"))
+            continue
+        cells.append(cell)
+    notebook["cells"] = cells
+    source[0] = json.dumps(notebook)
 
 
 def _jupyter_anchors(app: Any, doctree: Any) -> None:
@@ -88,6 +149,6 @@ def _jupyter_anchors(app: Any, doctree: Any) -> None:
 
 
 def setup(app: Any) -> dict[str, Any]:
-    app.connect("source-read", _hide_what_jupyter_hides)
+    app.connect("source-read", _notebook_for_the_book)
     app.connect("doctree-read", _jupyter_anchors)
     return {"parallel_read_safe": True}
