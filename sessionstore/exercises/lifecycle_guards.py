@@ -44,7 +44,12 @@ def _moved(client: Any, condition: object, start: Status, to: Status) -> bool:
     on ``condition``: did it land? Read off the item, not off the response."""
     session_id = f"guard-{start.value}-{to.value}"
     key = schema.meta_key(session_id)
-    item = {M.PK: schema.pk(session_id), M.SK: schema.META_SK, M.STATUS: start.value, M.VERSION: 1}
+    item: dict[str, Any] = {
+        M.PK: schema.pk(session_id),
+        M.SK: schema.META_SK,
+        M.STATUS: start.value,
+        M.VERSION: 1,
+    }
     client.put_item(TableName=TABLE, Item=item_to_wire(item))
     r = Request()  # one request's placeholders: the update's and the condition's
     update = (assign(M.STATUS, to.value) + version_up()).render(r)
@@ -58,7 +63,7 @@ def _moved(client: Any, condition: object, start: Status, to: Status) -> bool:
     except ParamValidationError as err:
         raise refusal(err, f"the move {start.value} -> {to.value}") from None
     after = client.get_item(TableName=TABLE, Key=key, ConsistentRead=True)["Item"]
-    return after[M.VERSION]["N"] != "1"
+    return bool(after[M.VERSION]["N"] != "1")
 
 
 def check_guard(answer: Callable[[Status], object], client: Any) -> str:
