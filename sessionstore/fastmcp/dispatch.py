@@ -145,7 +145,6 @@ def bypassed(key: str) -> RuntimeError:
         cause = (
             f"FastMCP {release} is not a version sessionstore.fastmcp was tested with "
             "(fastmcp>=4.2.3,<4.3): its Session may reach the store by methods the hook does "
-            f"not serve ({served}); install a tested FastMCP (pip install "
-            "'sessionstore[fastmcp]')"
+            f"not serve ({served}); install a tested FastMCP (the fastmcp extra)"
         )
     return RuntimeError(f"FastMCP session key {key[:40]!r}... reached the key-value store: {cause}")
