@@ -2,11 +2,12 @@
 
 The learner's answer is ``(tool_call_id, fingerprint, now) -> (sort_key, condition)``: the sort
 key of the call's item and the condition of its PutItem (a ``sessionstore.conditions`` value, or
-a plain expression string without placeholders). Every delivery of a call computes them again,
-with its own ``now``. The checker sends a call through them on a table of its own, as production
-does: a first delivery whose response is lost (botocore sends the very same request again), the
-same request replayed by a second instance five minutes later (its re-run answered differently),
-a different request under the same id, and another call. It counts the items each leaves.
+a plain expression string without placeholders: ``exercises.condition_params``, as in 05).
+Every delivery of a call computes them again, with its own ``now``. The checker sends a call
+through them on a table of its own, as production does: a first delivery whose response is lost
+(botocore sends the very same request again), the same request replayed by a second instance
+five minutes later (its re-run answered differently), a different request under the same id,
+and another call. It counts the items each leaves.
 """
 
 from __future__ import annotations

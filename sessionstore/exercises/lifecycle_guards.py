@@ -1,10 +1,12 @@
 """Exercise of notebook 05: the condition that guards a status move.
 
 The learner writes ``guard(to)``: the condition an ``UpdateItem`` that sets ``status = to`` is
-sent on. The checker tries every pair of statuses: for each (from, to) it puts an item in status
-``from`` and sends that one request on the learner's condition, then compares what the engine
-accepted with ``lifecycle.TRANSITIONS``. An illegal move it accepted (a closed session re-opened)
-or a legal one it refused is named, with a hint.
+sent on, in the forms every exercise takes a condition (a condition value, or a plain expression
+string without placeholders: ``exercises.condition_params``). The checker tries every pair of
+statuses: for each (from, to) it puts an item in status ``from`` and sends that one request on
+the learner's condition, then compares what landed (read off the item's version) with
+``lifecycle.TRANSITIONS``. An illegal move it accepted (a closed session re-opened) or a legal
+one it refused is named, with a hint.
 """
 
 from __future__ import annotations

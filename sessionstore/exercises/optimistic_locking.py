@@ -5,7 +5,10 @@ servers would in the source design's layout (the context as a list inside the me
 Without a condition the second of two interleaved writers silently drops the first one's message;
 the learner adds the clause that refuses a stale writer. ``check_add_message`` runs two writers on
 the embedded engine in the unlucky order (both read, Alice writes, Bob writes) and says whether
-Bob's write lost Alice's message, or whether a writer whose read was current was refused.
+Bob's write lost Alice's message, or whether a writer whose read was current was refused. Each
+verdict is read off the item, so an answer that checks the version in Python and quietly skips
+the write is told so; and a rival writes between the answer's own reads and its write (a hook on
+the client, just before the write is sent), so such a check cannot pass by luck of timing.
 """
 
 from __future__ import annotations
