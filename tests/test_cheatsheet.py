@@ -36,6 +36,11 @@ def _item(client: Any, table: str, sk: str, sid: str = "s-0001") -> dict[str, An
     return item
 
 
+def test_the_cheat_sheets_snippets_fit_a_column() -> None:
+    long = [line for block in _snippets() for line in block.splitlines() if len(line) > 88]
+    assert not long, long
+
+
 def test_the_cheat_sheets_boto3_snippets_run_as_pasted(
     client: Any, table: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
