@@ -4,14 +4,23 @@ The source directory is the repository root, so that the pages' relative links
 (``../notebooks/01_schema_design.ipynb``, ``../README.md``) are the same on a forge and in the
 book; only README.md, docs/*.md and notebooks/*.ipynb are read. The notebooks are rendered from
 their committed outputs: nothing is executed, nothing is fetched.
+
+The API reference (docs/api.md) is generated from the package's docstrings by autodoc, which
+imports the package from this checkout (the docs extra brings the MCP SDK and FastMCP, so the
+integrations import as they run): nothing is fetched either.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 import warnings
+from pathlib import Path
 from typing import Any
+
+# The package documented is this checkout's, whatever else is installed.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 # Notebooks written by JupyterLab before cell ids: nbformat fills them in, and says so each time.
 warnings.filterwarnings("ignore", message="Cell is missing an id field")
@@ -24,7 +33,15 @@ root_doc = "docs/index"
 include_patterns = ["README.md", "docs/*.md", "notebooks/[0-9][0-9]_*.ipynb"]
 exclude_patterns = ["docs/_build", ".venv*", ".node", "**/.ipynb_checkpoints"]
 
-extensions = ["myst_nb", "sphinx_exercise"]
+extensions = ["myst_nb", "sphinx_exercise", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
+
+# The API reference (docs/api.md names each object): members in source order, type hints in the
+# description rather than in long signatures.
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+autodoc_default_options = {"members": True, "show-inheritance": True}
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
 
 # The notebooks as committed: their saved outputs are the book's outputs.
 nb_execution_mode = "off"

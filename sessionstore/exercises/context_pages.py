@@ -18,11 +18,11 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ParamValidationError
 
 from .. import schema
 from ..tutorial import drop_table
-from . import Exercise, NotYet
+from . import Exercise, NotYet, call, quote, refusal
 
 Params = dict[str, Any]  # a request's parameters, as the low-level client takes them
 
@@ -91,13 +91,14 @@ class _Table:
 
 
 def _params(answer: Callable[..., Any], *args: Any) -> Params:
-    params = answer(*args)
+    params = call(answer, *args)
     if not isinstance(params, dict):
         raise NotYet(f"return the request's parameters as a dict, not {type(params).__name__}")
     extra = {"TableName", "Key"} & set(params)
     if extra:
         raise NotYet(f"leave out {sorted(extra)}: the checker sends them (its own table)")
-    if "+" in params.get("ConditionExpression", "") or "-" in params.get("ConditionExpression", ""):
+    condition = str(params.get("ConditionExpression", ""))
+    if "+" in condition or "-" in condition:
         raise NotYet(
             "a ConditionExpression cannot add or subtract (DynamoDB refuses it): compute the "
             "room left in Python, limit - n, and compare messageCount <= :room"
@@ -110,10 +111,11 @@ def _send(table: _Table, key: Mapping[str, Any], params: Params) -> dict[str, An
     try:
         response = table.client.update_item(TableName=table.name, Key=key, **params)
     except ClientError as exc:
-        error = exc.response.get("Error", {})
-        if error.get("Code") == "ConditionalCheckFailedException":
+        if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
             return None
-        raise NotYet(f"DynamoDB refused the request: {error.get('Message')}") from exc
+        raise refusal(exc, "the UpdateItem") from None
+    except ParamValidationError as exc:
+        raise refusal(exc, "the UpdateItem") from None
     attributes: dict[str, Any] = response.get("Attributes") or {}
     return attributes
 
@@ -136,6 +138,11 @@ def check_reserve(answer: Callable[..., Any], client: Any) -> str:
             if attributes is None:
                 raise NotYet(f"an append of {n} to an active session at {want} of 100 was refused")
             got = _first(attributes, f"an append of {n} at {want}")
+            if table.count(key) != want + n:
+                raise NotYet(
+                    f"an append of {n} to a session at {want} left messageCount at "
+                    f"{table.count(key)}, not {want + n}: add n to it in the update"
+                )
             if got != want:
                 raise NotYet(
                     f"an append of {n} to a session at {want} returned {got} as its first seq: "
@@ -157,6 +164,10 @@ def check_reserve(answer: Callable[..., Any], client: Any) -> str:
                 except NotYet as exc:
                     with lock:
                         failures.append(str(exc))
+                    return
+                except Exception as exc:  # nothing leaves a thread as a traceback
+                    with lock:
+                        failures.append(quote(exc))
                     return
                 with lock:
                     if first is None:
@@ -245,7 +256,7 @@ def check_page_once(answer: Callable[..., Any], client: Any) -> str:
     with _Table(client, "page") as table:
 
         def put(key: Mapping[str, Any], token: str) -> bool:
-            params = answer(NOW_S)
+            params = call(answer, NOW_S)
             if not isinstance(params, dict) or {"TableName", "Item"} & set(params):
                 raise NotYet("return the parameters as a dict, without TableName and Item")
             try:
@@ -253,20 +264,21 @@ def check_page_once(answer: Callable[..., Any], client: Any) -> str:
                     TableName=table.name, Item=_page(key, token, NOW_S + 3600), **params
                 )
             except ClientError as exc:
-                error = exc.response.get("Error", {})
-                if error.get("Code") == "ConditionalCheckFailedException":
+                if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
                     return False
-                raise NotYet(f"DynamoDB refused the request: {error.get('Message')}") from exc
+                raise refusal(exc, "the PutItem") from None
+            except ParamValidationError as exc:
+                raise refusal(exc, "the PutItem") from None
             return True
 
         def token(key: Mapping[str, Any]) -> str:
-            item = client.get_item(TableName=table.name, Key=key, ConsistentRead=True)["Item"]
-            return str(item["token"]["S"])
+            item = client.get_item(TableName=table.name, Key=key, ConsistentRead=True)
+            return str(item.get("Item", {}).get("token", {}).get("S", ""))
 
         def at(seq: int) -> dict[str, Any]:
             return {"pk": {"S": schema.pk("s")}, "sk": {"S": schema.page_sk(seq)}}
 
-        if not put(at(0), "a"):
+        if not put(at(0), "a") or token(at(0)) != "a":
             raise NotYet("a page was refused on a free key")
         if put(at(0), "b") or token(at(0)) != "a":
             raise NotYet(
@@ -276,7 +288,7 @@ def check_page_once(answer: Callable[..., Any], client: Any) -> str:
             )
         for ttl in (NOW_S - 60, NOW_S):
             client.put_item(TableName=table.name, Item=_page(at(1), "old", ttl))
-            if not put(at(1), "new"):
+            if not put(at(1), "new") or token(at(1)) != "new":
                 raise NotYet(
                     f"a page whose ttl ({ttl}) is not after now ({NOW_S}) was not replaced: it "
                     "belongs to an expired session that TTL has not deleted yet -- allow "

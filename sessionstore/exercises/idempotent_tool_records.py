@@ -2,11 +2,12 @@
 
 The learner's answer is ``(tool_call_id, fingerprint, now) -> (sort_key, condition)``: the sort
 key of the call's item and the condition of its PutItem (a ``sessionstore.conditions`` value, or
-a plain expression string without placeholders). Every delivery of a call computes them again,
-with its own ``now``. The checker sends a call through them on a table of its own, as production
-does: a first delivery whose response is lost (botocore sends the very same request again), the
-same request replayed by a second instance five minutes later (its re-run answered differently),
-a different request under the same id, and another call. It counts the items each leaves.
+a plain expression string without placeholders: ``exercises.condition_params``, as in 05).
+Every delivery of a call computes them again, with its own ``now``. The checker sends a call
+through them on a table of its own, as production does: a first delivery whose response is lost
+(botocore sends the very same request again), the same request replayed by a second instance
+five minutes later (its re-run answered differently), a different request under the same id,
+and another call. It counts the items each leaves.
 """
 
 from __future__ import annotations
@@ -15,15 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ParamValidationError
 
 from .. import schema
 from ..claims import call_fingerprint
 from ..codec import JSON, encode
-from ..conditions import Condition, absent, item_to_wire, put_item, to_wire
+from ..conditions import Condition, absent, item_to_wire, to_wire
 from ..testing.faults import Fault, FaultInjector
 from ..tutorial import drop_table
-from . import Exercise, NotYet
+from . import Exercise, NotYet, call, condition_params, refusal
 
 #: The checker's own table, recreated on every check.
 TABLE = "nb04-exercise-tool-calls"
@@ -86,7 +87,13 @@ OTHER = Delivery(
 
 
 def _request(answer: Answer, delivery: Delivery) -> dict[str, Any]:
-    sort_key, condition = answer(delivery.tool_call_id, delivery.fingerprint, delivery.now)
+    answered = call(answer, delivery.tool_call_id, delivery.fingerprint, delivery.now)
+    if not isinstance(answered, tuple) or len(answered) != 2:
+        raise NotYet(
+            f"the answer returned {answered!r}: return two things, the sort key and the "
+            "condition (`return sort_key, condition`)"
+        )
+    sort_key, condition = answered
     if not isinstance(sort_key, str) or not sort_key:
         raise NotYet(f"the sort key must be a non-empty string, not {sort_key!r}")
     item = item_to_wire(
@@ -99,18 +106,9 @@ def _request(answer: Answer, delivery: Delivery) -> dict[str, Any]:
             "recordedAt": delivery.now,
         }
     )
-    if isinstance(condition, Condition):
-        return put_item(TABLE, item, condition)
-    if not isinstance(condition, str):
-        raise NotYet(f"the condition must be a condition value or a string, not {condition!r}")
-    if "#" in condition or ":" in condition:
-        raise NotYet(
-            f"{condition!r} uses placeholders, and a string carries no values for them. "
-            f"Hint: write it plainly, or as a condition value (absent('pk'), ...)."
-        )
     request: dict[str, Any] = {"TableName": TABLE, "Item": item}
-    if condition:
-        request["ConditionExpression"] = condition
+    request.update(condition_params(condition, "the answer"))
+    if "ConditionExpression" in request:
         request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
     return request
 
@@ -123,13 +121,11 @@ def _send(client: Any, answer: Answer, delivery: Delivery) -> bool:
         with FaultInjector(client, script=script, operations={"PutItem"}):
             client.put_item(**request)
     except ClientError as exc:
-        error = exc.response.get("Error", {})
-        if error.get("Code") != "ConditionalCheckFailedException":
-            raise NotYet(
-                f"DynamoDB refused {delivery.what}'s request: {error.get('Message')} "
-                f"(sort key {request['Item']['sk']['S']!r})"
-            ) from None
+        if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            raise refusal(exc, f"{delivery.what}'s request") from None
         return False
+    except ParamValidationError as exc:
+        raise refusal(exc, f"{delivery.what}'s request") from None
     return True
 
 

@@ -1,10 +1,12 @@
 """Exercise of notebook 05: the condition that guards a status move.
 
 The learner writes ``guard(to)``: the condition an ``UpdateItem`` that sets ``status = to`` is
-sent on. The checker tries every pair of statuses: for each (from, to) it puts an item in status
-``from`` and sends that one request on the learner's condition, then compares what the engine
-accepted with ``lifecycle.TRANSITIONS``. An illegal move it accepted (a closed session re-opened)
-or a legal one it refused is named, with a hint.
+sent on, in the forms every exercise takes a condition (a condition value, or a plain expression
+string without placeholders: ``exercises.condition_params``). The checker tries every pair of
+statuses: for each (from, to) it puts an item in status ``from`` and sends that one request on
+the learner's condition, then compares what landed (read off the item's version) with
+``lifecycle.TRANSITIONS``. An illegal move it accepted (a closed session re-opened) or a legal
+one it refused is named, with a hint.
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ParamValidationError
 
 from sessionstore import schema
-from sessionstore.conditions import Condition, assign, item_to_wire, update_item
-from sessionstore.exercises import Exercise, NotYet
+from sessionstore.conditions import Condition, Request, assign, item_to_wire
+from sessionstore.exercises import Exercise, NotYet, call, condition_params, refusal
 from sessionstore.item import M
 from sessionstore.lifecycle import TRANSITIONS, sources, status_in, status_is
+from sessionstore.locking import version_up
 from sessionstore.models import Status
 
 #: The checker's own table (created if missing; every item it uses is put afresh).
@@ -38,29 +41,31 @@ def guard_solution(to: Status) -> Condition:
     return status_in(*sources(to))
 
 
-def _moved(client: Any, condition: Condition, start: Status, to: Status) -> bool:
-    """Put an item in ``start``, send ``SET status = to`` on ``condition``: did it land?"""
+def _moved(client: Any, condition: object, start: Status, to: Status) -> bool:
+    """Put an item in ``start`` at version 1, send ``SET status = to, version = version + 1``
+    on ``condition``: did it land? Read off the item, not off the response."""
     session_id = f"guard-{start.value}-{to.value}"
+    key = schema.meta_key(session_id)
     item: dict[str, Any] = {
         M.PK: schema.pk(session_id),
         M.SK: schema.META_SK,
         M.STATUS: start.value,
+        M.VERSION: 1,
     }
     client.put_item(TableName=TABLE, Item=item_to_wire(item))
-    request = update_item(
-        TABLE, schema.meta_key(session_id), assign(M.STATUS, to.value), condition, returns=None
-    )
+    r = Request()  # one request's placeholders: the update's and the condition's
+    update = (assign(M.STATUS, to.value) + version_up()).render(r)
+    request: dict[str, Any] = {"TableName": TABLE, "Key": key, "UpdateExpression": update}
+    request.update(condition_params(condition, f"guard({to.value!r})", r))
     try:
         client.update_item(**request)
     except ClientError as err:
-        code = err.response.get("Error", {}).get("Code")
-        if code == "ConditionalCheckFailedException":
-            return False
-        message = err.response.get("Error", {}).get("Message", "")
-        raise NotYet(
-            f"the engine could not run your condition for a move to {to.value}: {code}: {message}"
-        ) from err
-    return True
+        if err.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            raise refusal(err, f"the move {start.value} -> {to.value}") from None
+    except ParamValidationError as err:
+        raise refusal(err, f"the move {start.value} -> {to.value}") from None
+    after = client.get_item(TableName=TABLE, Key=key, ConsistentRead=True)["Item"]
+    return bool(after[M.VERSION]["N"] != "1")
 
 
 def check_guard(answer: Callable[[Status], object], client: Any) -> str:
@@ -68,15 +73,10 @@ def check_guard(answer: Callable[[Status], object], client: Any) -> str:
     schema.create_table(client, TABLE)
     accepted: list[str] = []  # moves the table forbids that landed
     refused: list[str] = []  # moves the table allows that did not
-    conditions: dict[Status, Condition] = {}
+    conditions: dict[Status, object] = {}
     for to in Status:
-        condition = answer(to)
-        if not isinstance(condition, Condition):
-            raise NotYet(
-                f"guard({to.value!r}) returned {condition!r}: return a Condition, "
-                "e.g. a clause of sessionstore.lifecycle"
-            )
-        conditions[to] = condition
+        conditions[to] = call(answer, to, who=f"guard({to.value!r})")
+        condition_params(conditions[to], f"guard({to.value!r})")  # a form the checker takes
     for start in Status:
         for to, condition in conditions.items():
             legal = to in TRANSITIONS[start]

@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError, ParamValidationError
 
 from .. import schema
 from ..tutorial import fresh_store
-from . import Exercise, NotYet
+from . import Exercise, NotYet, call, refusal
 
 TABLE = "nb01-exercise"
 SESSION = "s-0001"
@@ -62,15 +62,6 @@ def _what(pk: str, sk: str) -> str:
     return f"{sk} (a tool call)"
 
 
-def _refused(exc: Exception) -> NotYet:
-    if isinstance(exc, ClientError):
-        error = exc.response.get("Error", {})
-        said = f"{error.get('Code')}: {error.get('Message')}"
-    else:
-        said = " ".join(str(exc).split())
-    return NotYet(f"the request was refused before it ran -- {said}")
-
-
 # ---------------------------------------------------------------------------- pages only
 
 
@@ -106,7 +97,13 @@ def check_pages_only(answer: Callable[[str], dict[str, Any]], client: Any) -> st
     """Run the answer's key condition as a Query on the checker's table; say which items came
     back that are not the session's pages, and which pages did not."""
     pages = _fill(client)
-    params = answer(SESSION)
+    params = call(answer, SESSION)
+    if isinstance(params, str):
+        raise NotYet(
+            f"the answer returned the string {params!r}: a key condition alone carries no "
+            "values. Hint: return the Query's parameters, a dict with KeyConditionExpression "
+            "and the placeholders it uses (ExpressionAttributeNames, ExpressionAttributeValues)"
+        )
     if not isinstance(params, dict) or "KeyConditionExpression" not in params:
         raise NotYet(
             "return the Query's parameters: a dict with KeyConditionExpression and the "
@@ -122,7 +119,7 @@ def check_pages_only(answer: Callable[[str], dict[str, Any]], client: Any) -> st
     try:
         items = client.query(TableName=TABLE, ConsistentRead=True, **params)["Items"]
     except (ClientError, ParamValidationError) as exc:
-        raise _refused(exc) from None
+        raise refusal(exc, "the Query") from None
     got = [(i["pk"]["S"], i["sk"]["S"]) for i in items]
     own = schema.pk(SESSION)
     wrong = [_what(pk, sk) for pk, sk in got if pk != own or sk not in pages]
@@ -182,11 +179,16 @@ def check_tool_call_key(answer: Callable[[str, str, str], dict[str, Any]], clien
     must find the recorded item."""
     _fill(client)
     for call_id, recorded_at in RECORDED.items():
-        key = answer(SESSION, call_id, REDELIVERED)
+        key = call(answer, SESSION, call_id, REDELIVERED)
+        if not isinstance(key, dict) or set(key) != {"pk", "sk"}:
+            raise NotYet(
+                f"the answer returned {key!r} as the key: return the GetItem's Key, a dict "
+                "of exactly pk and sk, each in wire form ({'S': '...'})"
+            )
         try:
             item = client.get_item(TableName=TABLE, Key=key, ConsistentRead=True).get("Item")
         except (ClientError, ParamValidationError) as exc:
-            raise _refused(exc) from None
+            raise refusal(exc, "the GetItem") from None
         if item is None or item.get("toolCallId", {}).get("S") != call_id:
             sk = key.get("sk", {}).get("S") if isinstance(key, dict) else key
             raise NotYet(

@@ -17,13 +17,15 @@ is written against the store's public API alone and never patches anything itsel
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from collections.abc import Awaitable, Callable
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TypeVar
 
 from fastmcp.server.sessions import Session
 
-__all__ = ["HOOKED", "SessionHandler", "install"]
+__all__ = ["HOOKED", "TESTED", "SessionHandler", "bypassed", "install"]
 
 T = TypeVar("T")
 
@@ -37,6 +39,8 @@ HOOKED = {
     "clear": "session_clear",
     "end": "session_end",
 }
+#: The FastMCP releases this hook was written and tested against (the ``fastmcp`` extra's pin).
+TESTED = ((4, 2, 3), (4, 3, 0))  # >=4.2.3,<4.3
 _install_lock = threading.Lock()
 _installed = False
 
@@ -97,7 +101,50 @@ def install() -> None:
             return
         missing = [name for name in HOOKED if not callable(getattr(Session, name, None))]
         if missing:
-            raise RuntimeError(f"fastmcp's Session lacks {missing}: unsupported FastMCP version")
+            raise RuntimeError(
+                f"FastMCP {fastmcp_version()}'s Session lacks {missing}: sessionstore.fastmcp "
+                "was tested with fastmcp>=4.2.3,<4.3"
+            )
         for name, served_by in HOOKED.items():
             setattr(Session, name, _dispatch(served_by, getattr(Session, name)))
         _installed = True
+
+
+def fastmcp_version() -> str:
+    """The installed FastMCP's version, as its package metadata gives it."""
+    try:
+        return version("fastmcp")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def is_tested(release: str) -> bool:
+    """Whether ``release`` (``4.2.3``, ``4.2.10rc1`` ...) lies in ``TESTED``."""
+    parts = [int(n) for n in re.findall(r"\d+", release)[:3]]
+    if len(parts) < 3:
+        return False
+    low, high = TESTED
+    return low <= (parts[0], parts[1], parts[2]) < high
+
+
+def bypassed(key: str) -> RuntimeError:
+    """The error for a FastMCP session key that reached the key-value store itself: a call
+    that went around the hooked ``Session`` methods. On a tested FastMCP that is a call to a
+    private method (``Session._load_raw``, ``_save_raw``) or to the store directly; on
+    another, FastMCP's ``Session`` may have changed."""
+    release = fastmcp_version()
+    served = ", ".join(name for name in HOOKED)
+    if is_tested(release):
+        cause = (
+            f"a call around the Session methods sessionstore.fastmcp serves ({served}) -- a "
+            "private one such as Session._load_raw or _save_raw, or the store itself. Use "
+            "the public methods; the private ones read-modify-write one dict, the race the "
+            "store exists to prevent"
+        )
+    else:
+        cause = (
+            f"FastMCP {release} is not a version sessionstore.fastmcp was tested with "
+            "(fastmcp>=4.2.3,<4.3): its Session may reach the store by methods the hook does "
+            f"not serve ({served}); install a tested FastMCP (the fastmcp extra)"
+        )
+    return RuntimeError(f"FastMCP session key {key[:40]!r}... reached the key-value store: {cause}")

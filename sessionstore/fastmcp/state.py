@@ -44,7 +44,7 @@ from ..errors import (
 from ..models import Session as StoreSession
 from ..models import Status
 from ..store import SessionStore
-from .dispatch import SessionHandler, install
+from .dispatch import SessionHandler, bypassed, install
 from .names import KEY_PREFIXES, USER_PREFIX, attribute_name, identity
 
 __all__ = ["CLEAR_ATTEMPTS", "ENDED_TTL_SECONDS", "StoreSessionState", "idle_slack", "stored_idle"]
@@ -348,10 +348,7 @@ def _not_session(key: str, collection: str | None) -> None:
     """FastMCP's session keys never reach the key-value methods while the dispatch is installed;
     if one does (a FastMCP whose ``Session`` changed), refuse rather than race in ``other``."""
     if collection == "fastmcp_state" and key.startswith("session:"):
-        raise RuntimeError(
-            f"FastMCP session key {key[:40]!r}... reached the key-value store: this FastMCP's "
-            "Session is not the one sessionstore.fastmcp was written for"
-        )
+        raise bypassed(key)
 
 
 def _json(key: str, value: Any) -> JSON:
