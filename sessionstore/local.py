@@ -216,6 +216,17 @@ def transactions_by_item() -> None:
     models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
 
 
+@_once
+def answer_like_dynamodb() -> None:
+    """Make moto answer as DynamoDB does: a malformed request is a 400 ValidationException with
+    DynamoDB's message, never a 500 (``engine_checks``); a repeat of a ``TransactWriteItems``
+    under its ``ClientRequestToken`` is not applied again (``engine_tokens``). Idempotent."""
+    from . import engine_checks, engine_tokens
+
+    engine_tokens.install()  # inside the checks: a malformed request is refused first
+    engine_checks.install()
+
+
 class LocalDynamoDB:
     """moto's DynamoDB on 127.0.0.1 (a free port unless given), every request serialized."""
 
@@ -241,6 +252,7 @@ class LocalDynamoDB:
             transactions_by_item()
         size_items_like_dynamodb()
         parse_long_expressions()
+        answer_like_dynamodb()
         # werkzeug logs one line per request on stderr; nbval compares stderr.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         server = ThreadedMotoServer(ip_address=self._host, port=self._port, verbose=False)
