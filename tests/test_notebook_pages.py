@@ -68,22 +68,12 @@ def test_code_and_outputs_fit_the_column(path: Path) -> None:
     assert not wide, f"{path.name}: lines over {COLUMNS} columns:\n" + "\n".join(wide)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the verdicts are printed by sessionstore.exercises' Exercise.check, wrapped at 96 "
-    "columns here: they fit once it wraps at 88 and the notebooks are run again",
-)
 @pytest.mark.parametrize("path", CORE, ids=lambda p: p.stem)
 def test_exercise_verdicts_fit_the_column(path: Path) -> None:
     wide = _too_wide(path, exercises=True, parts=("output",))
     assert not wide, f"{path.name}: lines over {COLUMNS} columns:\n" + "\n".join(wide)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an exercise cell shows a stub or solution of sessionstore.exercises as written there "
-    "(100-column source; tests/test_exercises.py checks the cell holds it): it fits once they do",
-)
 @pytest.mark.parametrize("path", CORE, ids=lambda p: p.stem)
 def test_exercise_code_fits_the_column(path: Path) -> None:
     wide = _too_wide(path, exercises=True, parts=("source",))

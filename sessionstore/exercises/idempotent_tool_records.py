@@ -34,21 +34,31 @@ CALL = "call-0001"
 Answer = Callable[[str, str, str], tuple[str, Condition | str]]
 
 
-def record_once(tool_call_id: str, fingerprint: str, now: str) -> tuple[str, Condition | str]:
-    """The sort key of a tool call's item and the condition of its PutItem. ``fingerprint``:
-    a digest of the tool name and input; ``now``: when this delivery writes."""
-    sort_key = f"tool#{now}#{tool_call_id}"  # the seed's key: the time of this delivery in it
+def record_once(
+    tool_call_id: str,
+    fingerprint: str,
+    now: str,
+) -> tuple[str, Condition | str]:
+    """The sort key of a tool call's item and the condition of its PutItem.
+    ``fingerprint``: a digest of the tool name and input; ``now``: when this
+    delivery writes."""
+    # The source design's key: the time of this delivery is in it.
+    sort_key = f"tool#{now}#{tool_call_id}"
     condition = absent("pk")  # attribute_not_exists(pk): no item with this key yet
     return sort_key, condition
 
 
 def record_once_solution(
-    tool_call_id: str, fingerprint: str, now: str
+    tool_call_id: str,
+    fingerprint: str,
+    now: str,
 ) -> tuple[str, Condition | str]:
-    """The sort key of a tool call's item and the condition of its PutItem. ``fingerprint``:
-    a digest of the tool name and input; ``now``: when this delivery writes."""
-    sort_key = f"tool#{tool_call_id}"  # the id alone: every delivery of the call names one item
-    condition = absent("pk")  # so it holds for the first delivery only, whatever its time
+    """The sort key of a tool call's item and the condition of its PutItem.
+    ``fingerprint``: a digest of the tool name and input; ``now``: when this
+    delivery writes."""
+    # The id alone: every delivery of the call names one item.
+    sort_key = f"tool#{tool_call_id}"
+    condition = absent("pk")  # holds for the first delivery only, whatever its time
     return sort_key, condition
 
 

@@ -30,14 +30,16 @@ TABLE = "nb05-exercise-guards"
 
 def guard_stub(to: Status) -> Condition:
     """The condition a move to ``to`` is sent on (an UpdateItem ``SET status = to``)."""
-    # A first try: never re-open a closed session. Which other moves does it let through?
+    # A first try: never re-open a closed session.
+    # Which other moves does it let through?
     return ~status_is(Status.CLOSED)
 
 
 def guard_solution(to: Status) -> Condition:
     """The condition a move to ``to`` is sent on (an UpdateItem ``SET status = to``)."""
-    # List what is allowed, not what is forbidden: the statuses the table lets `to` be
-    # entered from. Everything else is refused, the status the session already has included.
+    # List what is allowed, not what is forbidden: the statuses the table lets `to`
+    # be entered from. Everything else is refused, the status the session already
+    # has included.
     return status_in(*sources(to))
 
 

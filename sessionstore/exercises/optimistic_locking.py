@@ -29,8 +29,9 @@ START_VERSION = 2
 def add_message(
     client: Any, table: str, key: dict[str, Any], seen: dict[str, Any], message: str
 ) -> None:
-    """Write back the context list this writer read (``seen``: the item as it read it, in
-    DynamoDB's wire form) plus ``message``, and move the version up by one in the same request.
+    """Write back the context list this writer read (``seen``: the item as it read
+    it, in DynamoDB's wire form) plus ``message``, and move the version up by one in
+    the same request.
     TODO: refuse the write if another writer wrote the item since ``seen`` was read."""
     client.update_item(
         TableName=table,
@@ -47,8 +48,9 @@ def add_message(
 def add_message_solution(
     client: Any, table: str, key: dict[str, Any], seen: dict[str, Any], message: str
 ) -> None:
-    """Write back the context list this writer read plus ``message``, and move the version up
-    by one -- only if the version is still the one this writer read (``version = :seen``)."""
+    """Write back the context list this writer read plus ``message``, and move the
+    version up by one -- only if the version is still the one this writer read
+    (``version = :seen``)."""
     client.update_item(
         TableName=table,
         Key=key,

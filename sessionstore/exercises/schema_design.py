@@ -66,7 +66,8 @@ def _what(pk: str, sk: str) -> str:
 
 
 def pages_only_stub(session_id: str) -> dict[str, Any]:
-    """The parameters of a Query that reads this session's context pages and nothing else."""
+    """The parameters of a Query that reads this session's context pages and
+    nothing else."""
     return {
         "KeyConditionExpression": "#pk = :pk",
         "ExpressionAttributeNames": {"#pk": "pk"},
@@ -75,7 +76,8 @@ def pages_only_stub(session_id: str) -> dict[str, Any]:
 
 
 def pages_only_solution(session_id: str) -> dict[str, Any]:
-    """The parameters of a Query that reads this session's context pages and nothing else."""
+    """The parameters of a Query that reads this session's context pages and
+    nothing else."""
     return {
         "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :page)",
         "ExpressionAttributeNames": {"#pk": "pk", "#sk": "sk"},
@@ -158,19 +160,30 @@ PAGES_ONLY = Exercise("pages_only", pages_only_stub, pages_only_solution, check_
 # ---------------------------------------------------------------------------- tool-call key
 
 
-def tool_call_key_stub(session_id: str, tool_call_id: str, recorded_at: str) -> dict[str, Any]:
-    """The key of the item that holds this tool call (``recorded_at``: this delivery's time)."""
+def tool_call_key_stub(
+    session_id: str,
+    tool_call_id: str,
+    recorded_at: str,
+) -> dict[str, Any]:
+    """The key of the item that holds this tool call (``recorded_at``: this
+    delivery's time)."""
     return {
         "pk": {"S": schema.pk(session_id)},
         "sk": {"S": f"tool#{recorded_at}#{tool_call_id}"},
     }
 
 
-def tool_call_key_solution(session_id: str, tool_call_id: str, recorded_at: str) -> dict[str, Any]:
-    """The key of the item that holds this tool call (``recorded_at``: this delivery's time)."""
+def tool_call_key_solution(
+    session_id: str,
+    tool_call_id: str,
+    recorded_at: str,
+) -> dict[str, Any]:
+    """The key of the item that holds this tool call (``recorded_at``: this
+    delivery's time)."""
     return {
         "pk": {"S": schema.pk(session_id)},
-        "sk": {"S": schema.tool_sk(tool_call_id)},  # the id alone: the same on every delivery
+        # The id alone: the same on every delivery.
+        "sk": {"S": schema.tool_sk(tool_call_id)},
     }
 
 
