@@ -156,3 +156,40 @@ def test_the_book_shows_exercises_as_exercises(path: Path) -> None:
         assert "hide-input" in _tags(cells[solution])
     code = [c["id"] for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
     assert [c["id"] for c in cells if c["cell_type"] == "code"] == code  # every code cell kept
+
+
+#: A line that decides something: a call, a condition, a comparison.
+DECIDES = re.compile(r"\w\(|Condition| = |<=|>=")
+
+
+def _answer_lines(solution: str, stub: str) -> set[str]:
+    """The lines a solution adds to its stub that decide something (``DECIDES``), as a learner
+    would have to write them: code only (no comment, no docstring), stripped, ``return`` left
+    off."""
+    shown = {line.strip() for line in stub.splitlines()}
+    answer = set()
+    for line in solution.splitlines():
+        code = line.split("  # ")[0].strip().removeprefix("return ").strip()
+        if line.strip() in shown or code.startswith(("#", '"""', "def ")):
+            continue
+        if DECIDES.search(code):
+            answer.add(code)
+    return answer
+
+
+@pytest.mark.parametrize("path", CORE, ids=lambda p: p.stem)
+def test_no_cell_hands_over_the_answer_before_its_exercise(path: Path) -> None:
+    """A code line an exercise's solution adds to its stub appears in no code cell (source or
+    output) above the exercise."""
+    cells = _cells(path)
+    stubs = [i for i, c in enumerate(cells) if "exercise" in _tags(c)]
+    solutions = [i for i, c in enumerate(cells) if "solution" in _tags(c)]
+    for stub, solution in zip(stubs, solutions, strict=True):
+        answer = _answer_lines("".join(cells[solution]["source"]), "".join(cells[stub]["source"]))
+        assert answer, f"{path.name}: cell {solution} adds nothing to its stub"
+        for n, cell in enumerate(cells[:stub]):
+            if cell["cell_type"] != "code":
+                continue
+            texts = ["".join(cell["source"])] + [_output_text(o) for o in cell["outputs"]]
+            given = sorted(line for line in answer if any(line in text for text in texts))
+            assert not given, f"{path.name}: cell {n}, above the exercise, shows {given}"
