@@ -56,15 +56,25 @@ def test_a_lost_response_and_botocores_retry_are_two_attempts(
 ) -> None:
     session = store.activate(store.create_session().session_id)
     lost = FaultInjector(client, script=[Fault.LOST_RESPONSE], operations={"TransactWriteItems"})
-    with pictures.Timeline(client=client) as log, log.by("1st delivery"), lost:
-        store.record_tool_call(session.session_id, "call-1", "echo", {}, {}, 5)
+    with pictures.Timeline(client=client) as log:
+        with log.by("1st delivery"), lost:
+            first = store.record_tool_call(session.session_id, "call-1", "echo", {}, {}, 5)
+        with log.by("the client, again"):
+            again = store.record_tool_call(session.session_id, "call-1", "echo", {}, {}, 5)
     assert [(a.actor, a.outcome) for a in log.attempts] == [
         ("1st delivery", Outcome.LOST),
-        ("1st delivery", Outcome.REFUSED),  # the retry finds the call's item...
+        # botocore's retry carries the call's ClientRequestToken: the engine answers it with
+        # the first attempt's success, applying nothing (as DynamoDB does)
+        ("1st delivery", Outcome.OK),
+        ("the client, again", Outcome.REFUSED),  # a new request: it finds the call's item...
     ]
-    record = log.attempts[1].old_item() or {}
+    record = log.attempts[2].old_item() or {}
     assert record["toolCallId"] == {"S": "call-1"}  # ...in the cancellation's ALL_OLD
+    assert first == again
     picture = pictures.lost_response(log)
+    said = " ".join(" ".join(text.get_text().split()) for text in picture.axes[0].texts)
+    assert "botocore's retry -> ok (same token)" in said
+    assert "the first's success; nothing applied" in said
     png = picture._repr_png_()
     assert png.startswith(PNG) and png == picture._repr_png_()  # deterministic
 

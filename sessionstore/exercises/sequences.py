@@ -149,6 +149,9 @@ def _describe_04(attempt: Attempt, state: dict[str, Any]) -> tuple[str, str, boo
     if attempt.outcome is Outcome.LOST:
         state["lost_by"] = attempt.actor
         return f"{name}\napplied; response lost", "the sender\ncannot tell", True
+    if retry and attempt.outcome is Outcome.OK:
+        # Sent with the call's ClientRequestToken: answered as the first attempt's success.
+        return f"{name}\n-> ok (same token)", "the first's success;\nnothing applied", False
     old = attempt.old_item()
     if attempt.outcome is Outcome.REFUSED and old is not None:
         when = old.get("recordedAt", {}).get("S", "?")[11:19]
