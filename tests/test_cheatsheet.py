@@ -108,6 +108,23 @@ def test_the_cheat_sheets_boto3_snippets_run_as_pasted(
     assert (_item(client, table, "metadata") or {})["status"] == {"S": "closed"}
 
 
+def test_the_callout_on_client_request_token_holds(client: Any, table: str) -> None:
+    """The sheet's callout: a repeat under the same ``ClientRequestToken`` is answered as the
+    first call's success and not applied again, on the embedded engine as on DynamoDB; a new
+    call (a new token) is refused by the condition on the call's key."""
+    callout = " ".join(line.removeprefix("> ") for line in SHEET.read_text().splitlines())
+    assert "answered as that success and not applied again" in callout
+    item = {"pk": {"S": "session#s-token"}, "sk": {"S": "tool#call-1"}, "n": {"N": "1"}}
+    put = {
+        "Put": {"TableName": table, "Item": item, "ConditionExpression": "attribute_not_exists(pk)"}
+    }
+    client.transact_write_items(TransactItems=[put], ClientRequestToken="call-1-first")
+    client.transact_write_items(TransactItems=[put], ClientRequestToken="call-1-first")
+    with pytest.raises(client.exceptions.TransactionCanceledException):
+        client.transact_write_items(TransactItems=[put], ClientRequestToken="call-1-again")
+    assert _item(client, table, "tool#call-1", "s-token") == item
+
+
 def test_the_api_reference_covers_the_public_api_and_is_linked() -> None:
     page = (ROOT / "docs" / "api.md").read_text()
     named = set(re.findall(r"^\.\. auto\w+:: ([\w.]+)", page, re.M))
