@@ -76,6 +76,25 @@ def test_every_relative_link_resolves(page: Path) -> None:
             assert anchor in _anchors(resolved), f"{page.name}: {target} -> no such heading"
 
 
+def test_the_layout_page_names_every_module() -> None:
+    """docs/layout.md has a row for each module at the package's top level and each helper of
+    the exercises (the per-notebook exercise modules are named by their notebook)."""
+    page = (ROOT / "docs" / "layout.md").read_text()
+    package = ROOT / "sessionstore"
+    notebooks = {p.stem[3:] for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
+    modules = [p for p in package.glob("*.py") if not p.name.startswith("__")]
+    modules += [p for p in (package / "exercises").glob("*.py") if p.stem not in notebooks]
+    named = re.findall(r"`([\w/.]+\.py)`", page)
+    missing = [
+        str(p.relative_to(ROOT))
+        for p in modules
+        if p.name != "__init__.py"
+        and str(p.relative_to(ROOT)) not in named
+        and not any(p.name == name for name in named)
+    ]
+    assert not missing, f"docs/layout.md does not name {sorted(missing)}"
+
+
 def test_the_readme_is_a_front_door() -> None:
     lines = README.read_text().splitlines()
     assert len(lines) <= README_MAX_LINES, f"README.md: {len(lines)} lines"
