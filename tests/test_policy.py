@@ -188,12 +188,13 @@ def test_policy_grants_the_actions_the_store_sends(client: Any) -> None:
 
 
 def _lagging_clocks(client: Any, table: str) -> None:
-    """Writers whose clocks lag the session's idle deadline (a second is enough): each sends
-    its write again without moving the deadline -- a tool call's guard as a ConditionCheck."""
+    """Writers whose clocks lag the session's idle deadline (two seconds are enough): each
+    sends its write again without moving the deadline -- a tool call's guard as a
+    ConditionCheck."""
     clock = ss.ManualClock("2026-01-01T12:00:00Z")
     ids = TenantIds("acme")
     punctual = ss.SessionStore(client, table, clock=clock, ids=ids)
-    lagging = ss.SessionStore(client, table, clock=ss.ManualClock(clock.now_ms() - 1000), ids=ids)
+    lagging = ss.SessionStore(client, table, clock=ss.ManualClock(clock.now_ms() - 2000), ids=ids)
     sid = punctual.create_session(owner="alice", idle_seconds=600).session_id
     punctual.activate(sid, owner="alice")
     lagging.record_tool_call(sid, "c1", "tool", {}, "out", 1, owner="alice")
