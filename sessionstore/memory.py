@@ -75,6 +75,14 @@ class Recent(Generic[V]):
                 self._items.popitem(last=False)
             return old
 
+    def discard(self, session_id: str, value: V) -> bool:
+        """Forget ``session_id`` if ``value`` is still what is kept for it; whether it was."""
+        with self._lock:
+            if self._items.get(session_id) is not value:
+                return False
+            del self._items[session_id]
+            return True
+
 
 class Copy(NamedTuple):
     """A copy of a session's attributes; ``guessed_by``: the request token of the change that
@@ -104,6 +112,7 @@ class Memory:
 
     def remember(self, session: Session) -> Session:
         self.seen.put(session.session_id, session, _newer)
+        self._judge_guess(session)
         return session
 
     def hint(self, session_id: str, owner: str | None, now_s: int) -> Session | None:
@@ -171,6 +180,25 @@ class Memory:
 
         self._replaced(session_id, self.attributes.swap(session_id, change))
         return kept
+
+    def _judge_guess(self, session: Session) -> None:
+        """The first item seen that names a guess's token settles it: confirmed if it shows
+        the guess's rev, else dropped (another change came between); either way the token is
+        dead, so it stays in ``tk`` no longer than that."""
+        copy = self.attributes.get(session.session_id)
+        if copy is None or copy.guessed_by is None:
+            return
+        if copy.stored.incarnation != session.incarnation:
+            return
+        if key(copy.guessed_by) not in session.write_tokens:
+            return
+        if copy.stored.rev == session.attributes_rev:
+            replaced = self.attributes.swap(
+                session.session_id, lambda old: Copy(copy.stored) if old is copy else old
+            )
+            self._replaced(session.session_id, replaced)
+        elif self.attributes.discard(session.session_id, copy):
+            self._replaced(session.session_id, copy)
 
     def current(self, session: Session) -> StoredAttributes | None:
         """The copy of ``session``'s attributes if it is of its incarnation and not older than

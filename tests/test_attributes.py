@@ -388,3 +388,20 @@ def test_a_concurrent_change_never_leaves_a_wrong_copy(
     assert {"a": 1, "rival": 1}.items() <= dict(seen.attributes).items()
     # And every later read shows both.
     assert store.get_session(sid, owner="alice").attributes == {"a": 1, "rival": 1, "mine": 1}
+
+
+def test_a_changes_token_stays_in_the_map_only_until_its_copy_is_confirmed(
+    client: Any, table: str, store: ss.SessionStore, requests: RequestLog
+) -> None:
+    """The copy a change guessed is trusted once a metadata item names the change's token at
+    its rev; until then the token stays in ``tk`` -- and no longer: the next write removes it."""
+    sid = store.create_session(owner="alice", attributes={"a": 1}).session_id
+    store.activate(sid, owner="alice")
+    store.update_attributes(sid, {"b": 2}, owner="alice")
+    requests.reset()
+    appended = store.append_context(sid, ["m"], owner="alice")
+    assert appended.attributes == {"a": 1, "b": 2}  # the guess, confirmed: nothing read
+    assert requests.counts() == {"UpdateItem": 1, "PutItem": 1}
+    assert len(stored(client, table, sid)["tk"]["M"]) == 2  # the change's and the append's
+    store.append_context(sid, ["n"], owner="alice")
+    assert len(stored(client, table, sid)["tk"]["M"]) == 1  # both removed: only the last one
