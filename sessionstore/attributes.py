@@ -300,6 +300,9 @@ def update(
     now_s = backend.now_ms() // 1000
     seen = memory.hint(session_id, owner, now_s) or reads.read(backend, memory, session_id, owner)
     edit = AttributesEdit(session_id, texts, gone, added, seen.incarnation)
+    base = _copy(memory, seen)
+    if base is None:  # an earlier change's guess, if any, will not be confirmed: its token is dead
+        memory.forget_guess(session_id)
     token = backend.token()
     meta = locking.planned(
         backend,
@@ -312,7 +315,6 @@ def update(
         expected=True,
         seen=seen,
     )
-    base = _copy(memory, seen)
     try:
         # The conflict carries the session with its attributes, after remembering it bare.
         with reads.on_conflict(backend, memory), memory.refusals():

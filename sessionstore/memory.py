@@ -181,6 +181,14 @@ class Memory:
         self._replaced(session_id, self.attributes.swap(session_id, change))
         return kept
 
+    def forget_guess(self, session_id: str) -> None:
+        """Drop the guess kept for ``session_id``, if any (and settle its token)."""
+        copy = self.attributes.get(session_id)
+        if copy is None or copy.guessed_by is None:
+            return
+        if self.attributes.discard(session_id, copy):
+            self._replaced(session_id, copy)
+
     def _judge_guess(self, session: Session) -> None:
         """The first item seen that names a guess's token settles it: confirmed if it shows
         the guess's rev, else dropped (another change came between); either way the token is

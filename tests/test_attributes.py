@@ -405,3 +405,18 @@ def test_a_changes_token_stays_in_the_map_only_until_its_copy_is_confirmed(
     assert len(stored(client, table, sid)["tk"]["M"]) == 2  # the change's and the append's
     store.append_context(sid, ["n"], owner="alice")
     assert len(stored(client, table, sid)["tk"]["M"]) == 1  # both removed: only the last one
+
+
+def test_changes_that_read_nothing_leave_no_token_behind(
+    client: Any, table: str, store: ss.SessionStore
+) -> None:
+    """A writer that only changes attributes never sees a metadata item to confirm its guess:
+    its next change drops the guess, and the one after removes the token."""
+    sid = store.create_session(owner="alice", attributes={"a": 1}).session_id
+    store.activate(sid, owner="alice")
+    for n in range(4):
+        store.update_attributes(sid, {"n": n}, owner="alice")
+    # Only the last change's token: the first one's guess was dropped by the second change,
+    # which removed its token.
+    assert len(stored(client, table, sid)["tk"]["M"]) == 1
+    assert store.get_session(sid, owner="alice").attributes == {"a": 1, "n": 3}
