@@ -29,6 +29,7 @@ from mcp.server.request_state import RequestStateSecurity
 from mcp_types import ToolAnnotations
 from starlette.applications import Starlette
 
+from .. import validate
 from ..aio import AsyncSessionStore
 from ..errors import InvalidInput
 from ..store import SessionStore
@@ -226,6 +227,9 @@ def create_app(
     the client a request (sampling, elicitation) and waits at most ``answer_wait_seconds`` for
     the answer, which may reach any instance (``back_channel``; default 240 s, or 80 % of the
     extension's lease if that is shorter)."""
+    if answer_wait_seconds is not None:
+        wait, most = answer_wait_seconds, validate.MAX_TTL_SECONDS  # and under the lease: install
+        validate.seconds_in("answer_wait_seconds", wait, 0, most, above=True)
     app = server.streamable_http_app(stateless_http=True, host=host)
     extension = SessionStoreExtension.attached_to(server)
     if extension is not None:
