@@ -15,6 +15,8 @@ import sessionstore as ss
 from sessionstore.aio import AsyncSessionStore
 from sessionstore.testing import RequestLog
 
+from .conftest import PREFIX
+
 NAN, INF = float("nan"), float("inf")
 #: Bad wherever an int is meant.
 BAD_INTS: list[object] = [10**38, 10**20, -1, NAN, INF, -INF, True, "5", 5.0, 2.5, 10**400]
@@ -106,6 +108,32 @@ SECONDS: dict[str, Call] = {
 CASES = [(name, value) for name in INTS for value in BAD_INTS] + [
     (name, value) for name in SECONDS for value in BAD_SECONDS
 ]
+
+
+# One table and one session for the whole sweep: no case sends anything (each asserts so), so
+# none can disturb the next, and a table per case made the sweep take minutes.
+@pytest.fixture(scope="module")
+def client(engine: Any) -> Any:
+    return ss.connect(engine.endpoint_url)
+
+
+@pytest.fixture(scope="module")
+def table(client: Any) -> str:
+    name = f"{PREFIX}numbers"
+    ss.SessionStore(client, name).create_table()
+    return name
+
+
+@pytest.fixture(scope="module")
+def store(client: Any, table: str) -> ss.SessionStore:
+    clock = ss.ManualClock("2026-01-01T12:00:00Z")
+    return ss.SessionStore(client, table, clock=clock, ids=ss.CounterIds())
+
+
+@pytest.fixture(scope="module")
+def active(store: ss.SessionStore) -> ss.Session:
+    session = store.create_session(owner="alice")
+    return store.activate(session.session_id, owner="alice")
 
 
 class Ctx:
