@@ -49,6 +49,9 @@ class TokenLedger:
         with self._lock:
             self._forget_old()
             seen = self._seen.get(token)
+            if seen is not None and seen[1] <= self.clock() - WINDOW_S:
+                del self._seen[token]  # out of the window, wherever it stood in the order
+                seen = None
         if seen is None:
             return False, None
         digest, _, response = seen

@@ -227,6 +227,14 @@ def answer_like_dynamodb() -> None:
     engine_checks.install()
 
 
+@_once
+def answer_quickly() -> None:
+    """Parse each expression text once, not per request (``engine_cache``). Idempotent."""
+    from . import engine_cache
+
+    engine_cache.install()
+
+
 class LocalDynamoDB:
     """moto's DynamoDB on 127.0.0.1 (a free port unless given), every request serialized."""
 
@@ -253,6 +261,7 @@ class LocalDynamoDB:
         size_items_like_dynamodb()
         parse_long_expressions()
         answer_like_dynamodb()
+        answer_quickly()
         # werkzeug logs one line per request on stderr; nbval compares stderr.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         server = ThreadedMotoServer(ip_address=self._host, port=self._port, verbose=False)

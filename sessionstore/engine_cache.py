@@ -1,0 +1,277 @@
+"""The embedded engine's cost of a request: each expression text parsed once, not per request.
+
+Layer: inside the embedded engine (``local.answer_quickly`` installs it), under moto's DynamoDB.
+Why: the store sends a few expression texts again and again, with other values, and moto parsed
+each one two or three times per request (its handler, its backend, again per transaction action),
+then ran its whole-tree checks on the update expression once per request: a request of the store
+cost the engine 2-4 times a short source-style ``UpdateItem``, and more the longer its
+expressions. What is reused is only what the text alone decides; nothing about an item is:
+
+* ``UpdateExpressionParser.make`` remembers its tree per text. moto's ``Validator`` deep-copies
+  the tree before it substitutes placeholders, and everything else only reads it.
+* A condition is parsed once per text into a template whose names and values are placeholders
+  (the store's names change per request: they carry its request tokens); each request binds its
+  own by rebuilding the template's operators with their constructors, so a check a constructor
+  makes (``BETWEEN`` on a NULL bound) still runs.
+* The update checks that depend on the text, the names and the table's key alone (one clause
+  per kind, no overlapping paths, no key attribute changed) run once per text and *pattern* of
+  names: which names are equal to each other, to a key attribute or to a word of the text (all
+  those checks can see of them). The tree remembers the patterns that passed. The checks that
+  need the item or the values run every time.
+* moto's list of its own modules (read from disk on every request) is read once.
+* An item action's result is written to JSON along its output shape directly (``_wire``), not
+  through moto's model-driven serializer; anything unusual in it goes that way still.
+
+Every cache is bounded (``CACHE_SIZE`` texts); a text moto refuses is never cached (the refusal is
+raised again, each time).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import re
+import weakref
+from typing import Any
+
+from .engine_checks import _placeholders
+
+CACHE_SIZE = 1024
+_PLACEHOLDER_TYPE = "sessionstore:placeholder"
+#: The update checks of moto's that depend on the text, the names and the key alone.
+#: Per cached update tree: the words of its text; the name patterns whose static checks passed.
+_WORDS: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
+_PASSED: weakref.WeakKeyDictionary[Any, set[Any]] = weakref.WeakKeyDictionary()
+_STATIC_CHECKS = (
+    "ActionCountValidator",
+    "OverlappingPathsValidator",
+    "UpdateHashRangeKeyValidator",
+)
+
+
+def install() -> None:
+    """Patch moto in this process (once: ``local``)."""
+    _parse_updates_once()
+    _parse_conditions_once()
+    _check_update_texts_once()
+    _list_modules_once()
+    _write_results_directly()
+
+
+def _parse_updates_once() -> None:
+    from moto.dynamodb.parsing import expressions
+
+    parser: Any = expressions.UpdateExpressionParser  # type: ignore[attr-defined]
+    make = parser.make
+
+    @functools.lru_cache(maxsize=CACHE_SIZE)
+    def tree(text: str) -> Any:
+        made = make(text)
+        _WORDS[made] = frozenset(_WORD.findall(text))
+        return made
+
+    parser.make = classmethod(lambda _cls, text: tree(text))
+
+
+def _parse_conditions_once() -> None:
+    from moto.dynamodb import comparisons
+
+    parser_class: Any = comparisons.ConditionExpressionParser
+    parse = parser_class.parse
+    value_class: Any = comparisons.AttributeValue
+    op_class: Any = comparisons.Op
+    not_class: Any = comparisons.OpNot
+    func_class: Any = comparisons.Func
+
+    path_class: Any = comparisons.AttributePath
+
+    @functools.lru_cache(maxsize=CACHE_SIZE)
+    def template(text: str) -> tuple[Any, list[str], list[str]]:
+        found = _placeholders(text)
+        names = {t: t for t in found if t[0] == "#"}  # a path element "#..." is a placeholder
+        values = {t: {_PLACEHOLDER_TYPE: t} for t in found if t[0] == ":"}
+        parser = parser_class(text, names, values)
+        op = parse(parser)
+        return op, list(parser.expr_attr_names_found), list(parser.expr_attr_values_found)
+
+    def bind(node: Any, names: Any, values: Any) -> Any:
+        if isinstance(node, value_class):
+            return value_class(values[node.value]) if node.type == _PLACEHOLDER_TYPE else node
+        if isinstance(node, path_class):
+            return path_class([names[e] if _is_name(e) else e for e in node.path])
+        if isinstance(node, not_class):
+            return type(node)(bind(node.lhs, names, values))
+        if isinstance(node, op_class):
+            return type(node)(bind(node.lhs, names, values), bind(node.rhs, names, values))
+        if isinstance(node, func_class):
+            return type(node)(*(bind(a, names, values) for a in node.arguments))
+        return node
+
+    def parse_once(self: Any) -> Any:
+        text = self.condition_expression
+        if not text:
+            return parse(self)
+        op, names_found, values_found = template(text)
+        self.expr_attr_names_found.extend(names_found)
+        self.expr_attr_values_found.extend(values_found)
+        names = self.expression_attribute_names or {}
+        return bind(op, names, self.expression_attribute_values or {})
+
+    parser_class.parse = parse_once
+
+
+def _check_update_texts_once() -> None:
+    from moto.dynamodb.parsing import validators
+
+    validator_class: Any = validators.UpdateExpressionValidator
+    init = validator_class.__init__
+
+    def remember_source(self: Any, expression: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, expression, *args, **kwargs)
+        self.sessionstore_source = expression  # the cached tree (moto validates a copy)
+
+    def validate(self: Any) -> Any:
+        source = getattr(self, "sessionstore_source", None)
+        words = _WORDS.get(source) if source is not None else None
+        if words is None:
+            return validate_all(self)  # a tree not from the cache: every check
+        key = _names_pattern(
+            words, self.expression_attribute_names or {}, self.table.table_key_attrs
+        )
+        passed = _PASSED.setdefault(source, set())
+        node = self.node_to_validate
+        for processor in self.processors:
+            if type(processor).__name__ in _STATIC_CHECKS and key in passed:
+                continue
+            node = processor.traverse(node)
+        passed.add(key)  # every check passed: the static ones need not run again
+        return node
+
+    validate_all = validator_class.validate
+
+    validator_class.__init__ = remember_source
+    validator_class.validate = validate
+
+
+def _is_name(element: Any) -> bool:
+    return isinstance(element, str) and element[:1] == "#"
+
+
+_WORD = re.compile(r"(?<![#:\w])[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _names_pattern(words: frozenset[str], names: Any, keys: Any) -> tuple[Any, ...]:
+    """What moto's static update checks can see of ``names``: for each placeholder, the key
+    attribute or word of the expression it names, else which other placeholders name the same."""
+    seen: dict[str, int] = {}
+    pattern = []
+    for placeholder, name in sorted(names.items()):
+        if name in keys or name in words:
+            pattern.append((placeholder, "=", name))
+        else:
+            pattern.append((placeholder, "#", seen.setdefault(name, len(seen))))
+    return (tuple(sorted(keys)), tuple(pattern))
+
+
+def _list_modules_once() -> None:
+    from moto import backends
+
+    modules = tuple(backends.list_of_moto_modules())
+    backends.list_of_moto_modules = lambda: modules
+
+
+#: The item actions whose results moto builds as plain wire-shaped dicts: written straight to
+#: JSON along their output shape, not through moto's model-driven serializer (which looked every
+#: member up under each of its aliases: most of the engine's time for a GetItem).
+_DIRECT = frozenset(
+    {
+        "GetItem",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "Query",
+        "Scan",
+        "BatchGetItem",
+        "BatchWriteItem",
+        "TransactGetItems",
+        "TransactWriteItems",
+    }
+)
+
+
+_CONTENT_TYPE = "application/x-amz-json-1.0"  # DynamoDB's protocol: JSON 1.0
+
+
+class _Unusual(Exception):
+    """A value the direct writer does not handle the way moto's serializer would: use that."""
+
+
+def _wire(value: Any, shape: Any) -> Any:
+    kind = shape.type_name
+    if kind == "structure":
+        if not isinstance(value, dict):
+            raise _Unusual
+        members = shape.members
+        out = {}
+        for key, item in value.items():
+            member = members.get(key)
+            if member is not None and item is not None:
+                out[key] = _wire(item, member)
+        return out
+    if kind == "map":
+        if not isinstance(value, dict):
+            raise _Unusual
+        return {key: _wire(item, shape.value) for key, item in value.items()}
+    if kind == "list":
+        if not isinstance(value, list | tuple):
+            raise _Unusual
+        return [_wire(item, shape.member) for item in value]
+    if kind == "string":
+        if not isinstance(value, str):
+            raise _Unusual
+        return value
+    if kind == "boolean" and isinstance(value, bool):
+        return value
+    if kind in ("integer", "long") and isinstance(value, int | float):
+        return int(value)
+    if kind in ("float", "double") and isinstance(value, int | float):
+        return float(value)
+    if kind == "blob":
+        raw = value.encode("utf-8") if isinstance(value, str) else value
+        if not isinstance(raw, bytes):
+            raise _Unusual
+        return base64.b64encode(raw).strip().decode("utf-8")
+    raise _Unusual
+
+
+def _write_results_directly() -> None:
+    from moto.core.responses import ActionResult
+    from moto.dynamodb.responses import DynamoHandler, DynamoResult
+
+    serialized = DynamoHandler.serialized
+    shapes: dict[str, Any] = {}
+
+    def direct(self: Any, action_result: Any) -> Any:
+        result = action_result.result
+        action = self._get_action()
+        if (
+            action not in _DIRECT
+            or type(action_result) not in (ActionResult, DynamoResult)
+            or not isinstance(result, dict)
+        ):
+            return serialized(self, action_result)
+        shape = shapes.get(action)
+        if shape is None:
+            from moto.core.utils import get_service_model
+
+            model = get_service_model(self.boto3_service_name)
+            shape = shapes[action] = model.operation_model(action).output_shape
+        try:
+            body = json.dumps(_wire(result, shape))
+        except (_Unusual, TypeError, ValueError):
+            return serialized(self, action_result)
+        headers = {"Content-Type": _CONTENT_TYPE, **self.response_headers}
+        return 200, headers, body
+
+    DynamoHandler.serialized = direct  # type: ignore[method-assign]
