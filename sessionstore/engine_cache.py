@@ -55,6 +55,7 @@ def install() -> None:
     _parse_updates_once()
     _parse_conditions_once()
     _check_update_texts_once()
+    _traverse_cheaply()
     _list_modules_once()
     _write_results_directly()
 
@@ -68,7 +69,8 @@ def _parse_updates_once() -> None:
     @functools.lru_cache(maxsize=CACHE_SIZE)
     def tree(text: str) -> Any:
         made = make(text)
-        _WORDS[made] = frozenset(_WORD.findall(text))
+        if _plain(made):  # nodes of children, type and parent only: copied by ``_clone``
+            _WORDS[made] = frozenset(_WORD.findall(text))
         return made
 
     parser.make = classmethod(lambda _cls, text: tree(text))
@@ -127,8 +129,31 @@ def _check_update_texts_once() -> None:
     validator_class: Any = validators.UpdateExpressionValidator
     init = validator_class.__init__
 
-    def remember_source(self: Any, expression: Any, *args: Any, **kwargs: Any) -> None:
-        init(self, expression, *args, **kwargs)
+    def remember_source(
+        self: Any,
+        expression: Any,
+        expression_attribute_names: Any,
+        expression_attribute_values: Any,
+        item: Any,
+        table: Any,
+    ) -> None:
+        if expression not in _WORDS:  # not a cached tree: moto's own way
+            init(
+                self,
+                expression,
+                expression_attribute_names,
+                expression_attribute_values,
+                item,
+                table,
+            )
+            return
+        # moto's __init__, with a structural copy of the tree instead of ``copy.deepcopy``
+        self.expression_attribute_names = expression_attribute_names
+        self.expression_attribute_values = expression_attribute_values
+        self.item = item
+        self.table = table
+        self.processors = self.get_ast_processors()
+        self.node_to_validate = _clone(expression, expression.parent)
         self.sessionstore_source = expression  # the cached tree (moto validates a copy)
 
     def validate(self: Any) -> Any:
@@ -152,6 +177,85 @@ def _check_update_texts_once() -> None:
 
     validator_class.__init__ = remember_source
     validator_class.validate = validate
+
+
+def _plain(node: Any) -> bool:
+    """A tree whose nodes hold their children, type and parent, and whose leaves are text."""
+    from moto.dynamodb.parsing.ast_nodes import Node  # type: ignore[attr-defined]
+
+    if not isinstance(node, Node):
+        return isinstance(node, str | int)
+    if set(node.__dict__) != {"children", "type", "parent"}:
+        return False
+    return all(_plain(child) for child in node.children or ())
+
+
+def _clone(node: Any, parent: Any) -> Any:
+    """A copy of a plain tree (``_plain``): what ``copy.deepcopy`` made of it, cheaper."""
+    if isinstance(node, str | int):
+        return node
+    copied = object.__new__(type(node))
+    children = node.children
+    copied.__dict__.update(
+        type=node.type,
+        parent=parent,
+        children=None if children is None else [_clone(c, copied) for c in children],
+    )
+    return copied
+
+
+def _traverse_cheaply() -> None:
+    """moto's tree walkers rebuilt their map of node classes at every node: once per walker."""
+    from moto.dynamodb.parsing import ast_nodes
+
+    walker: Any = ast_nodes.DepthFirstTraverser  # type: ignore[attr-defined]
+    Node: Any = ast_nodes.Node  # type: ignore[attr-defined]
+    kinds: dict[type, tuple[type, ...]] = {}
+
+    def nodes_to_be_processed(self: Any) -> tuple[type, ...]:
+        found = kinds.get(type(self))
+        if found is None:
+            found = kinds[type(self)] = tuple(self._processing_map())
+        return found
+
+    def process(self: Any, node: Any) -> Any:
+        mapping = self.__dict__.get("sessionstore_map")
+        if mapping is None:
+            mapping = self.__dict__["sessionstore_map"] = self._processing_map()
+        for class_key, processor in mapping.items():
+            if isinstance(node, class_key):
+                return processor(node)
+        return None
+
+    base_pre = walker.pre_processing_of_child
+
+    def traverse(self: Any, root: Any) -> Any:
+        """moto's ``traverse_node_recursively``, its per-node lookups done once per walk."""
+        kinds = nodes_to_be_processed(self)
+        pre = (
+            None if type(self).pre_processing_of_child is base_pre else self.pre_processing_of_child
+        )
+
+        def visit(node: Any, child_id: int) -> Any:
+            if isinstance(node, Node):
+                parent = node.parent
+                if node.children is not None:
+                    for i, child in enumerate(node.children):
+                        if pre is not None:
+                            pre(node, i)
+                        visit(child, i)
+                if isinstance(node, kinds):
+                    node = process(self, node)
+                    node.parent = parent
+                    if parent:
+                        parent.children[child_id] = node
+            return node
+
+        return visit(root, -1)
+
+    walker.nodes_to_be_processed = nodes_to_be_processed
+    walker.process = process
+    walker.traverse = traverse
 
 
 def _is_name(element: Any) -> bool:
