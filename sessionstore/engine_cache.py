@@ -43,6 +43,9 @@ _PLACEHOLDER_TYPE = "sessionstore:placeholder"
 #: Per cached update tree: the words of its text; the name patterns whose static checks passed.
 _WORDS: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
 _PASSED: weakref.WeakKeyDictionary[Any, set[Any]] = weakref.WeakKeyDictionary()
+#: isinstance answers of moto's tree walks, per class (its node classes never change).
+_IS_NODE: dict[type, bool] = {}
+_PROCESSED: dict[tuple[type, type], bool] = {}
 _STATIC_CHECKS = (
     "ActionCountValidator",
     "OverlappingPathsValidator",
@@ -222,10 +225,12 @@ def _traverse_cheaply() -> None:
         mapping = self.__dict__.get("sessionstore_map")
         if mapping is None:
             mapping = self.__dict__["sessionstore_map"] = self._processing_map()
-        for class_key, processor in mapping.items():
-            if isinstance(node, class_key):
-                return processor(node)
-        return None
+        handler = self.__dict__.setdefault("sessionstore_handlers", {})
+        name = handler.get(type(node))
+        if name is None:  # the first class of the map the node is an instance of
+            name = next((k for k in mapping if isinstance(node, k)), False)
+            handler[type(node)] = name
+        return mapping[name](node) if name else None
 
     base_pre = walker.pre_processing_of_child
 
@@ -236,15 +241,24 @@ def _traverse_cheaply() -> None:
             None if type(self).pre_processing_of_child is base_pre else self.pre_processing_of_child
         )
 
+        walker_class = type(self)
+
         def visit(node: Any, child_id: int) -> Any:
-            if isinstance(node, Node):
+            kind = type(node)
+            is_node = _IS_NODE.get(kind)
+            if is_node is None:  # Node's metaclass is ABCMeta: isinstance is slow, once per type
+                is_node = _IS_NODE[kind] = isinstance(node, Node)
+            if is_node:
                 parent = node.parent
                 if node.children is not None:
                     for i, child in enumerate(node.children):
                         if pre is not None:
                             pre(node, i)
                         visit(child, i)
-                if isinstance(node, kinds):
+                processed = _PROCESSED.get((walker_class, kind))
+                if processed is None:
+                    processed = _PROCESSED[walker_class, kind] = isinstance(node, kinds)
+                if processed:
                     node = process(self, node)
                     node.parent = parent
                     if parent:
@@ -279,10 +293,23 @@ def _names_pattern(words: frozenset[str], names: Any, keys: Any) -> tuple[Any, .
 
 
 def _list_modules_once() -> None:
+    """moto read its own modules from disk, and a handler's methods, on every request."""
     from moto import backends
+    from moto.core import responses
 
     modules = tuple(backends.list_of_moto_modules())
     backends.list_of_moto_modules = lambda: modules
+    handlers: Any = responses
+    methods = handlers.method_names_from_class
+    known: dict[Any, list[str]] = {}
+
+    def method_names_from_class(clazz: Any) -> list[str]:
+        names = known.get(clazz)
+        if names is None:  # the engine's patches are all made before its first request
+            names = known[clazz] = methods(clazz)
+        return names
+
+    handlers.method_names_from_class = method_names_from_class
 
 
 #: The item actions whose results moto builds as plain wire-shaped dicts: written straight to
