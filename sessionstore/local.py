@@ -21,7 +21,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
-from .sizing import MAX_ITEM_BYTES, text_size, value_size
+from .sizing import MAX_ITEM_BYTES, number_size, text_size, value_size
 
 _LOCK = threading.RLock()
 _PATCHED: set[str] = set()
@@ -100,6 +100,10 @@ def _moto_value_size(value: Any) -> int:
     if kind is None:  # not a DynamoType: a wire value, or something moto made up
         return value_size(value) if isinstance(value, dict) else text_size(str(value))
     data = value.value
+    if kind == "S" and type(data) is str:  # the common kinds first, as ``value_size`` counts them
+        return text_size(data)
+    if kind == "N" and type(data) is str:
+        return number_size(data)
     if kind == "L":
         return 3 + sum(_moto_value_size(v) + 1 for v in data)
     if kind == "M":
@@ -108,7 +112,11 @@ def _moto_value_size(value: Any) -> int:
 
 
 def _moto_item_size(attrs: dict[str, Any], skip: str | None = None) -> int:
-    return sum(text_size(k) + _moto_value_size(v) for k, v in attrs.items() if k != skip)
+    size = 0
+    for name, value in attrs.items():
+        if name != skip:
+            size += text_size(name) + _moto_value_size(value)
+    return size
 
 
 @_once
