@@ -19,8 +19,7 @@ expressions. What is reused is only what the text alone decides; nothing about a
   those checks can see of them). The tree remembers the patterns that passed. The checks that
   need the item or the values run every time.
 * moto's list of its own modules (read from disk on every request) is read once.
-* An item action's result is written to JSON along its output shape directly (``_wire``), not
-  through moto's model-driven serializer; anything unusual in it goes that way still.
+* An item action's result is written to JSON directly (``engine_results``).
 
 Every cache is bounded (``CACHE_SIZE`` texts); a text moto refuses is never cached (the refusal is
 raised again, each time).
@@ -28,13 +27,12 @@ raised again, each time).
 
 from __future__ import annotations
 
-import base64
 import functools
-import json
 import re
 import weakref
 from typing import Any
 
+from . import engine_results
 from .engine_checks import _placeholders
 
 CACHE_SIZE = 1024
@@ -60,7 +58,7 @@ def install() -> None:
     _check_update_texts_once()
     _traverse_cheaply()
     _list_modules_once()
-    _write_results_directly()
+    engine_results.install()
 
 
 def _parse_updates_once() -> None:
@@ -310,99 +308,3 @@ def _list_modules_once() -> None:
         return names
 
     handlers.method_names_from_class = method_names_from_class
-
-
-#: The item actions whose results moto builds as plain wire-shaped dicts: written straight to
-#: JSON along their output shape, not through moto's model-driven serializer (which looked every
-#: member up under each of its aliases: most of the engine's time for a GetItem).
-_DIRECT = frozenset(
-    {
-        "GetItem",
-        "PutItem",
-        "UpdateItem",
-        "DeleteItem",
-        "Query",
-        "Scan",
-        "BatchGetItem",
-        "BatchWriteItem",
-        "TransactGetItems",
-        "TransactWriteItems",
-    }
-)
-
-
-_CONTENT_TYPE = "application/x-amz-json-1.0"  # DynamoDB's protocol: JSON 1.0
-
-
-class _Unusual(Exception):
-    """A value the direct writer does not handle the way moto's serializer would: use that."""
-
-
-def _wire(value: Any, shape: Any) -> Any:
-    kind = shape.type_name
-    if kind == "structure":
-        if not isinstance(value, dict):
-            raise _Unusual
-        members = shape.members
-        out = {}
-        for key, item in value.items():
-            member = members.get(key)
-            if member is not None and item is not None:
-                out[key] = _wire(item, member)
-        return out
-    if kind == "map":
-        if not isinstance(value, dict):
-            raise _Unusual
-        return {key: _wire(item, shape.value) for key, item in value.items()}
-    if kind == "list":
-        if not isinstance(value, list | tuple):
-            raise _Unusual
-        return [_wire(item, shape.member) for item in value]
-    if kind == "string":
-        if not isinstance(value, str):
-            raise _Unusual
-        return value
-    if kind == "boolean" and isinstance(value, bool):
-        return value
-    if kind in ("integer", "long") and isinstance(value, int | float):
-        return int(value)
-    if kind in ("float", "double") and isinstance(value, int | float):
-        return float(value)
-    if kind == "blob":
-        raw = value.encode("utf-8") if isinstance(value, str) else value
-        if not isinstance(raw, bytes):
-            raise _Unusual
-        return base64.b64encode(raw).strip().decode("utf-8")
-    raise _Unusual
-
-
-def _write_results_directly() -> None:
-    from moto.core.responses import ActionResult
-    from moto.dynamodb.responses import DynamoHandler, DynamoResult
-
-    serialized = DynamoHandler.serialized
-    shapes: dict[str, Any] = {}
-
-    def direct(self: Any, action_result: Any) -> Any:
-        result = action_result.result
-        action = self._get_action()
-        if (
-            action not in _DIRECT
-            or type(action_result) not in (ActionResult, DynamoResult)
-            or not isinstance(result, dict)
-        ):
-            return serialized(self, action_result)
-        shape = shapes.get(action)
-        if shape is None:
-            from moto.core.utils import get_service_model
-
-            model = get_service_model(self.boto3_service_name)
-            shape = shapes[action] = model.operation_model(action).output_shape
-        try:
-            body = json.dumps(_wire(result, shape))
-        except (_Unusual, TypeError, ValueError):
-            return serialized(self, action_result)
-        headers = {"Content-Type": _CONTENT_TYPE, **self.response_headers}
-        return 200, headers, body
-
-    DynamoHandler.serialized = direct  # type: ignore[method-assign]
