@@ -32,7 +32,7 @@ from typing import Any
 
 from sessionstore.local import LocalDynamoDB
 
-from . import growth, overhead, report, suite, updates
+from . import engine_cost, growth, overhead, report, suite, updates
 from .contenders import PynamoDBContender, SessionStoreContender, SourceContender, all_contenders
 
 START = time.monotonic()
@@ -145,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     summaries: list[updates.Summary] = []
     over: list[overhead.OverheadResult] = []
     curves: growth.Curves | None = None
+    cost: engine_cost.EngineCost | None = None
     loads: list[growth.Load] = []
     with LocalDynamoDB() as engine:
         endpoint = engine.endpoint_url
@@ -174,6 +175,11 @@ def main(argv: list[str] | None = None) -> int:
             summaries = updates.summarize(runs)
             for what, ok in report.performance_done_when(summaries, []):
                 progress(f"  target {'met' if ok else 'missed'}: {what}")
+            cost = engine_cost.run(endpoint, rounds=20 if args.quick else 60)
+            progress(
+                "  engine cost per request, x source-style UpdateItem: "
+                + ", ".join(f"{k} {cost.ratio(k):.2f}x" for k in engine_cost.KINDS[1:])
+            )
 
         if "overhead" in only:
             progress(
@@ -244,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     meta["phases"] = sorted(only, key=PHASES.index)
     table = report.markdown(meta, summaries, walks, over, curves, loads, suite_timings)
+    if cost is not None:
+        table += "\n" + engine_cost.markdown(cost)
     print(table)
 
     report.write_json(
@@ -270,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
                 "sizes": curves.sizes,
             },
             "suite": [asdict(t) for t in suite_timings],
+            "engine_cost": None if cost is None else asdict(cost),
         },
     )
     report.write_csv(

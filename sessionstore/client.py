@@ -45,9 +45,10 @@ def connect(endpoint_url: str | None = None, *, max_attempts: int = 5, **client_
     """A boto3 DynamoDB client with botocore's standard retry mode.
 
     Endpoint: the argument, else ``SESSIONSTORE_ENDPOINT_URL``, else ``AWS_ENDPOINT_URL_DYNAMODB``,
-    else the process-wide embedded engine; the value ``aws`` means real DynamoDB through the
-    default credential chain and region. Dummy region and credentials are supplied only for a
-    loopback endpoint with nothing configured -- never for a real one.
+    else the process-wide embedded engine (reached in this process, without HTTP); the value
+    ``aws`` means real DynamoDB through the default credential chain and region. Dummy region
+    and credentials are supplied only for a loopback endpoint with nothing configured -- never
+    for a real one.
     """
     endpoint = endpoint_url or configured_endpoint()
     # total_max_attempts counts the first attempt; botocore's "max_attempts" key does not.
@@ -63,6 +64,7 @@ def connect(endpoint_url: str | None = None, *, max_attempts: int = 5, **client_
     session = boto3.session.Session()
     if endpoint == "aws":  # real DynamoDB: default credential chain, region and endpoint
         return session.client("dynamodb", config=config, **client_kwargs)
+    embedded = endpoint is None
     if endpoint is None:
         endpoint = _embedded_endpoint()
     kwargs: dict[str, Any] = {"endpoint_url": endpoint, "config": config, **client_kwargs}
@@ -71,4 +73,9 @@ def connect(endpoint_url: str | None = None, *, max_attempts: int = 5, **client_
         if session.get_credentials() is None:
             kwargs.setdefault("aws_access_key_id", "sessionstore-local")
             kwargs.setdefault("aws_secret_access_key", "sessionstore-local")
-    return session.client("dynamodb", **kwargs)
+    client = session.client("dynamodb", **kwargs)
+    if embedded:  # the engine runs in this process: its requests skip HTTP (engine_transport)
+        from .engine_transport import attach
+
+        attach(client)
+    return client
