@@ -3,6 +3,11 @@
 #   make test  -- every test, the notebooks included under strict nbval
 # `make test-pythons` runs the suite (notebooks aside) on every supported Python present.
 SHELL := /bin/bash
+# Bytecode is written on first import (pip installs with --no-compile). PYTHONDONTWRITEBYTECODE
+# set in the environment would make every process -- each pytest worker, notebook kernel and
+# command the suite starts -- compile every module it imports again: about half the CPU of a
+# notebook or CLI test. What is written goes into the venv and __pycache__ directories git ignores.
+unexport PYTHONDONTWRITEBYTECODE
 
 # Supported, newest first (pyproject's requires-python). 3.10 and older cannot import the
 # package (enum.StrEnum) nor install the pinned numpy and pandas.

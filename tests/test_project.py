@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -84,3 +86,19 @@ def test_make_installs_the_build_requirements_it_builds_with() -> None:
     first = install.strip().splitlines()[0]
     for requirement in _pyproject()["build-system"]["requires"]:
         assert f'"{requirement}"' in first, (requirement, first)
+
+
+def test_make_lets_python_write_the_bytecode_it_compiles() -> None:
+    """Under ``make``, a PYTHONDONTWRITEBYTECODE from the environment is not passed on: every
+    process of the suite would otherwise compile again every module it imports."""
+    probe = 'probe: ; @echo "[$$PYTHONDONTWRITEBYTECODE]"'
+    done = subprocess.run(
+        ["make", "-s", "--no-print-directory", "--eval", probe, "probe"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.strip() == "[]", done.stdout
