@@ -28,7 +28,8 @@ _loader: Any = None  # botocore's data loader, shared by every session ``connect
 def _session() -> boto3.session.Session:
     """A boto3 session of its own -- credentials, region and settings read now -- sharing one
     botocore data loader per process: the service model and endpoint data are parsed once, not
-    for every client (about 0.1 s of CPU each), as the clients of one session share them."""
+    for every client (about 0.1 s of CPU each), as the clients of one session share them. (A
+    botocore data path set after the first ``connect`` of the process is not searched.)"""
     global _loader
     core = botocore.session.get_session()
     with _LOADER_LOCK:
