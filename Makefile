@@ -3,6 +3,11 @@
 #   make test  -- every test, the notebooks included under strict nbval
 # `make test-pythons` runs the suite (notebooks aside) on every supported Python present.
 SHELL := /bin/bash
+# Bytecode is written on first import (pip installs with --no-compile). PYTHONDONTWRITEBYTECODE
+# set in the environment would make every process -- each pytest worker, notebook kernel and
+# command the suite starts -- compile every module it imports again: about half the CPU of a
+# notebook or CLI test. What is written goes into the venv and __pycache__ directories git ignores.
+unexport PYTHONDONTWRITEBYTECODE
 
 # Supported, newest first (pyproject's requires-python). 3.10 and older cannot import the
 # package (enum.StrEnum) nor install the pinned numpy and pandas.
@@ -42,9 +47,11 @@ XDIST := -n $(TEST_WORKERS) --dist loadfile
 .PHONY: lab test test-pythons notebooks soak bench lint lock clean docs
 
 define install_into
-	$(1)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
+	$(1)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=24" "setuptools>=68"
 	@# --no-compile: the bytecode of what is imported is written on first use, not of all of it.
-	$(1)/bin/python -m pip install --quiet --disable-pip-version-check --no-compile -c requirements.lock -e ".[dev]"
+	@# --no-build-isolation: the package is built with the setuptools just installed, instead of
+	@# pip installing one more into a build environment of its own.
+	$(1)/bin/python -m pip install --quiet --disable-pip-version-check --no-compile --no-build-isolation -c requirements.lock -e ".[dev]"
 	$(1)/bin/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (sessionstore)" >/dev/null
 	@touch $(1)/.installed
 endef

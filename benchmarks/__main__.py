@@ -7,6 +7,7 @@ python -m benchmarks --quick       # a smoke run: fewer repeats and calls
 python -m benchmarks --only growth --no-suite   # a subset of phases 1-4 (while developing);
                                    # names: updates (1-2), overhead (3), growth (4)
 python -m benchmarks --only growth --sizes 10,100,1000   # phase 4 at fewer context sizes
+python -m benchmarks --only updates --work status --no-suite   # phases 1-2, status changes only
 python -m benchmarks --only overhead --no-suite --overhead-repeats 41 --budget 900
                                    # phase 3 with a paired interval narrow enough to read
 
@@ -32,8 +33,14 @@ from typing import Any
 
 from sessionstore.local import LocalDynamoDB
 
-from . import growth, overhead, report, suite, updates
-from .contenders import PynamoDBContender, SessionStoreContender, SourceContender, all_contenders
+from . import engine_cost, growth, overhead, report, suite, updates
+from .contenders import (
+    WORKS,
+    PynamoDBContender,
+    SessionStoreContender,
+    SourceContender,
+    all_contenders,
+)
 
 START = time.monotonic()
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,6 +109,12 @@ def main(argv: list[str] | None = None) -> int:
         help="run only this phase of 1-4 (repeatable); phase 5 follows --suite/--no-suite",
     )
     parser.add_argument(
+        "--work",
+        action="append",
+        choices=WORKS,
+        help="phases 1-2: run only this work's scenarios (repeatable)",
+    )
+    parser.add_argument(
         "--sizes",
         type=lambda text: tuple(int(x) for x in text.split(",")),
         default=growth.SIZES,
@@ -138,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         updates.Scenario("append, 1 writer", 1, 64, work="append"),
         updates.Scenario("append, 8 writers", 8, 8, work="append"),
     ]
+    scenarios = [s for s in scenarios if s.work in set(args.work or WORKS)]
     args.out.mkdir(parents=True, exist_ok=True)
 
     walks: list[updates.StatusWalk] = []
@@ -145,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     summaries: list[updates.Summary] = []
     over: list[overhead.OverheadResult] = []
     curves: growth.Curves | None = None
+    cost: engine_cost.EngineCost | None = None
     loads: list[growth.Load] = []
     with LocalDynamoDB() as engine:
         endpoint = engine.endpoint_url
@@ -174,6 +189,11 @@ def main(argv: list[str] | None = None) -> int:
             summaries = updates.summarize(runs)
             for what, ok in report.performance_done_when(summaries, []):
                 progress(f"  target {'met' if ok else 'missed'}: {what}")
+            cost = engine_cost.run(endpoint, rounds=20 if args.quick else 60)
+            progress(
+                "  engine cost per request, x source-style UpdateItem: "
+                + ", ".join(f"{k} {cost.ratio(k):.2f}x" for k in engine_cost.KINDS[1:])
+            )
 
         if "overhead" in only:
             progress(
@@ -244,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     meta["phases"] = sorted(only, key=PHASES.index)
     table = report.markdown(meta, summaries, walks, over, curves, loads, suite_timings)
+    if cost is not None:
+        table += "\n" + engine_cost.markdown(cost)
     print(table)
 
     report.write_json(
@@ -270,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
                 "sizes": curves.sizes,
             },
             "suite": [asdict(t) for t in suite_timings],
+            "engine_cost": None if cost is None else asdict(cost),
         },
     )
     report.write_csv(
@@ -286,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     _history(args.out / "history.csv", meta, summaries, over, curves, suite_timings)
     wrote = [f"{args.out}/latest.{{json,csv,md,png}}", "history.csv"]
-    full = only == set(PHASES) and args.sizes == growth.SIZES
+    full = only == set(PHASES) and args.sizes == growth.SIZES and not args.work
     if not args.no_docs and not args.quick and full and report.update_readme(table):
         wrote.append(f"{report.BENCH_PAGE.relative_to(ROOT)} (bench block)")
     progress(f"done in {time.monotonic() - START:.0f} s; wrote " + ", ".join(wrote))

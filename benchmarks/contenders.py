@@ -8,25 +8,31 @@ step along its lifecycle (``initializing -> active -> closing -> closed``). The 
 three moves per session, so a run walks a list of fresh sessions (created ``initializing``
 before the count starts), every writer advancing each session in turn until it sees it
 ``closed``: every commit is a legal move and bumps the version by one, three per session, and
-with several writers they race for each move. What each contender sends:
+with several writers they race for each move. Every contender retries with the same semantics
+(``status_retry``): the store's own ``RetryPolicy`` -- bounded exponential backoff with full
+jitter, ``U(0, min(0.5 s, 10 ms * 2**n))`` after the n-th refusal in a row (from 0), at most
+16 attempts -- between a refused write and the writer's next write to that session, whichever
+side's code makes it. What each contender sends:
 
 * ``sessionstore`` -- ``SessionStore.update_status(sid, next)``, ``next`` the status after the
   one this writer last saw (``initializing`` for a session it has not seen): a cold instance
   reads the session first (GetItem), then one UpdateItem pinned to the version of its copy; a
   refusal is retried on the version its ALL_OLD carries (one request per retry, no re-read), or
   ends the call with nothing written when another writer already made the move (the writer then
-  asks for the next one). Each writer is its own ``SessionStore`` instance, starting cold; its
-  commits are the UpdateItems that succeeded in its own thread.
+  asks for the next one, after the backoff: the source loop sleeps there too, before its
+  re-read). Each writer is its own ``SessionStore`` instance, starting cold; its commits are the
+  UpdateItems that succeeded in its own thread.
 * ``source`` -- the source design's ``updateSessionStatus`` loop transliterated: ConsistentRead
   GetItem, UpdateItem ``SET status = :s, updatedAt = :now, version = version + 1`` on
-  ``version = :v``, re-read on every conflict, backoff ``50 * 2**n + U(0, 20)`` ms,
-  ``maxRetries = 3``; ``:s`` is the status after the one its read returned (the source design
+  ``version = :v``, re-read on every conflict, with the backoff and bound above (the source
+  design's own, ``50 * 2**n + U(0, 20)`` ms and ``maxRetries = 3``, is kept for the other
+  works); ``:s`` is the status after the one its read returned (the source design
   writes whatever status it is given, so on a conflict it would repeat a move another writer
   made; choosing from the read keeps every commit a legal move), and a read that finds the
   session ``closed`` ends the call with nothing written.
 * ``pynamodb`` -- the same loop with PynamoDB 6: ``Model.get`` (consistent), set ``status`` to
   the next one, ``Model.save()`` (its ``VersionAttribute`` adds the version condition and the
-  increment), same backoff and retry bound.
+  increment), the same backoff and bound.
 
 ``update`` -- a versioned update of one small attribute (``title``) on one session:
 
@@ -52,8 +58,9 @@ with several writers they race for each move. What each contender sends:
   same backoff and bound.
 * ``pynamodb`` -- ``Model.get``, ``context.append(msg)``, ``Model.save()`` (version condition).
 
-A call that gives up (source / PynamoDB after 4 attempts, sessionstore after 16) is re-issued
-by its caller until the writer has its commits; such calls are counted as ``gave_up``.
+A call that gives up (source / PynamoDB after 4 attempts, sessionstore and the status work after
+16) is re-issued by its caller until the writer has its commits; such calls are counted as
+``gave_up``.
 """
 
 from __future__ import annotations
@@ -68,6 +75,7 @@ from botocore.exceptions import ClientError
 
 import sessionstore as ss
 from sessionstore import schema
+from sessionstore.retry import RetryPolicy
 from sessionstore.testing import source_design
 
 from .counting import CONDITION_FAILED, ThreadWrites, WireCounter
@@ -99,6 +107,24 @@ Advance = Callable[[str], Step]
 
 MAX_CALLS_PER_COMMIT = 200  # a writer's bound on re-issued calls (never reached in practice)
 SOURCE_MAX_RETRIES = 3  # the source design's default
+
+
+def status_retry() -> RetryPolicy:
+    """The status work's retry semantics, the same for every contender: the store's own default
+    policy (exponential backoff with full jitter, bounded in attempts and delay)."""
+    return RetryPolicy()
+
+
+def _source_backoff(attempt: int) -> None:
+    """The source design's own backoff: ``50 * 2**attempt + U(0, 20)`` ms."""
+    time.sleep((50 * 2**attempt + random.random() * 20) / 1000)
+
+
+def _schedule(retry: RetryPolicy | None) -> tuple[int, Callable[[int], None]]:
+    """Attempts and backoff of a source-style loop: ``retry``'s, or the source design's own."""
+    if retry is None:
+        return SOURCE_MAX_RETRIES + 1, _source_backoff
+    return retry.max_attempts, retry.backoff
 
 
 class Contender:
@@ -136,7 +162,8 @@ class Contender:
         """A fresh session in ``initializing``, for the ``status`` work."""
         raise NotImplementedError
 
-    def status_writer(self, writer_id: int) -> Advance:
+    def status_writer(self, writer_id: int, retry: RetryPolicy | None = None) -> Advance:
+        """``retry``: the writer's retry policy (default ``status_retry()``)."""
         raise NotImplementedError
 
     def version(self, session_id: str) -> int:
@@ -215,24 +242,39 @@ class SessionStoreContender(Contender):
     def new_walk_session(self) -> str:
         return self.setup.create_session().session_id
 
-    def status_writer(self, writer_id: int) -> Advance:
-        # its own (cold) instance, as a separate server instance would be
-        store = ss.SessionStore(self.client, self.table)
+    def status_writer(self, writer_id: int, retry: RetryPolicy | None = None) -> Advance:
+        policy = retry or status_retry()
+        # its own (cold) instance, as a separate server instance would be; the driver backs off
+        # between the retries inside one call with the same policy
+        store = ss.SessionStore(self.client, self.table, retry=policy)
         seen: dict[str, ss.Status] = {}  # the status this writer last saw, per session
+        streak: dict[str, int] = {}  # refusals in a row on a session, since the writer's commit
 
         def advance(sid: str) -> Step:
             target = ss.Status(NEXT_STATUS[seen.get(sid, ss.Status.INITIALIZING).value])
-            before = self.landed.count()
+            before, refused_before = self.landed.count(), self.landed.refused()
+            step: Step
             try:
                 session = store.update_status(sid, target)
             except ss.InvalidTransition as exc:  # another writer moved it past ``target``
                 seen[sid] = exc.current
-                return Step(False, exc.current is ss.Status.CLOSED, 0)
+                step = Step(False, exc.current is ss.Status.CLOSED, 0)
             except ss.ConflictRetriesExhausted:
+                streak.pop(sid, None)  # a re-issued call starts over, as the source loop's does
                 return Step(False, False, 1)
-            seen[sid] = session.status
-            committed = self.landed.count() > before
-            return Step(committed, session.status is ss.Status.CLOSED, 0)
+            else:
+                seen[sid] = session.status
+                committed = self.landed.count() > before
+                step = Step(committed, session.status is ss.Status.CLOSED, 0)
+            refused = self.landed.refused() - refused_before
+            if step.committed or step.closed:
+                streak.pop(sid, None)
+            elif refused:
+                # Another writer made the move this call asked for: back off before asking for
+                # the next one, as the source loop sleeps before its re-read.
+                streak[sid] = streak.get(sid, 0) + refused
+                policy.backoff(streak[sid] - 1)
+            return step
 
         return advance
 
@@ -269,7 +311,10 @@ def _is_condition_failure(exc: Exception) -> bool:
 
 class SourceContender(Contender):
     name = "source"
-    label = "source design loop (GetItem + UpdateItem, re-read per conflict, 50*2^n ms)"
+    label = (
+        "source design loop (GetItem + UpdateItem, re-read per conflict, 50*2^n ms; the status "
+        "work: the shared full-jitter backoff)"
+    )
     requests_per_attempt = 2
 
     def __init__(self, endpoint: str, table: str) -> None:
@@ -305,10 +350,12 @@ class SourceContender(Contender):
         _put_source_session(self.client, self.table, sid, "initializing")
         return sid
 
-    def status_writer(self, writer_id: int) -> Advance:
+    def status_writer(self, writer_id: int, retry: RetryPolicy | None = None) -> Advance:
+        policy = retry or status_retry()
+
         def advance(sid: str) -> Step:
             try:
-                wrote = source_advance_status(self.client, sid, table=self.table)
+                wrote = source_advance_status(self.client, sid, policy, table=self.table)
             except ClientError as err:
                 if _is_condition_failure(err):
                     return Step(False, False, 1)
@@ -325,14 +372,16 @@ class SourceContender(Contender):
 
 
 def source_advance_status(
-    client: Any, session_id: str, max_retries: int = SOURCE_MAX_RETRIES, *, table: str
+    client: Any, session_id: str, retry: RetryPolicy | None = None, *, table: str
 ) -> str | None:
     """The source design's ``updateSessionStatus`` loop, the status it writes chosen from its
     read: read the item (consistent); ``closed``: return None, nothing written; else UpdateItem
     ``SET status = <the next status>, updatedAt, version = version + 1`` on ``version = :v``,
-    re-read on a conflict, backoff ``50 * 2**n + U(0, 20)`` ms. Returns the status written."""
+    re-read on a conflict after ``retry``'s backoff (None: the source design's own, 4 attempts,
+    ``50 * 2**n + U(0, 20)`` ms). Returns the status written."""
     key = schema.meta_key(session_id)
-    for attempt in range(max_retries + 1):
+    attempts, backoff = _schedule(retry)
+    for attempt in range(attempts):
         item = client.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]
         target = NEXT_STATUS.get(item["status"]["S"])
         if target is None:
@@ -353,8 +402,8 @@ def source_advance_status(
             )
             return target
         except ClientError as err:
-            if _is_condition_failure(err) and attempt < max_retries:
-                time.sleep((50 * 2**attempt + random.random() * 20) / 1000)
+            if _is_condition_failure(err) and attempt + 1 < attempts:
+                backoff(attempt)
                 continue
             raise
     raise RuntimeError("unreachable")  # pragma: no cover
@@ -507,14 +556,16 @@ def pynamodb_save(
 
 
 def pynamodb_advance_status(
-    model: Any, session_id: str, max_retries: int = SOURCE_MAX_RETRIES
+    model: Any, session_id: str, retry: RetryPolicy | None = None
 ) -> str | None:
     """Get (consistent); ``closed``: return None, nothing written; else set ``status`` to the
     next one and ``save()`` (a PutItem on ``version = :read``, the version incremented, by its
-    ``VersionAttribute``); re-read on a conflict, same backoff. Returns the status written."""
+    ``VersionAttribute``); re-read on a conflict, the same backoff as ``source_advance_status``.
+    Returns the status written."""
     from pynamodb.exceptions import PutError
 
-    for attempt in range(max_retries + 1):
+    attempts, backoff = _schedule(retry)
+    for attempt in range(attempts):
         item = model.get(schema.pk(session_id), schema.META_SK, consistent_read=True)
         target = NEXT_STATUS.get(item.status)
         if target is None:
@@ -525,8 +576,8 @@ def pynamodb_advance_status(
             item.save()
             return target
         except PutError as err:
-            if err.cause_response_code == CONDITION_FAILED and attempt < max_retries:
-                time.sleep((50 * 2**attempt + random.random() * 20) / 1000)
+            if err.cause_response_code == CONDITION_FAILED and attempt + 1 < attempts:
+                backoff(attempt)
                 continue
             raise
     raise RuntimeError("unreachable")  # pragma: no cover
@@ -576,12 +627,14 @@ class PynamoDBContender(Contender):
         _put_source_session(self._raw, self.table, sid, "initializing")
         return sid
 
-    def status_writer(self, writer_id: int) -> Advance:
+    def status_writer(self, writer_id: int, retry: RetryPolicy | None = None) -> Advance:
         from pynamodb.exceptions import PutError
+
+        policy = retry or status_retry()
 
         def advance(sid: str) -> Step:
             try:
-                wrote = pynamodb_advance_status(self.model, sid)
+                wrote = pynamodb_advance_status(self.model, sid, policy)
             except PutError as err:
                 if err.cause_response_code == CONDITION_FAILED:
                     return Step(False, False, 1)

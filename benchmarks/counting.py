@@ -73,9 +73,10 @@ class WireCounter:
 
 
 class ThreadWrites:
-    """Writes that succeeded, per calling thread: botocore fires ``after-call`` in the thread that
-    made the call, so a writer can tell whether a library call it made landed a write of its own
-    (``count()`` before and after)."""
+    """Writes that succeeded, and writes refused on a condition, per calling thread: botocore
+    fires ``after-call`` in the thread that made the call, so a writer can tell whether a library
+    call it made landed a write of its own (``count()`` before and after), or was refused by
+    another writer's (``refused()``)."""
 
     WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem", "TransactWriteItems"})
 
@@ -85,9 +86,18 @@ class ThreadWrites:
 
     def _on_after_call(self, parsed: Any = None, **kwargs: Any) -> None:
         operation = kwargs.get("event_name", "").rsplit(".", 1)[-1]
-        if operation in self.WRITES and not (parsed or {}).get("Error"):
+        if operation not in self.WRITES:
+            return
+        code = (parsed or {}).get("Error", {}).get("Code")
+        if not code:
             self._local.n = self.count() + 1
+        elif code in (CONDITION_FAILED, TRANSACTION_CANCELLED):
+            self._local.refused = self.refused() + 1
 
     def count(self) -> int:
         n: int = getattr(self._local, "n", 0)
+        return n
+
+    def refused(self) -> int:
+        n: int = getattr(self._local, "refused", 0)
         return n

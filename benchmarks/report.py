@@ -306,11 +306,16 @@ def updates_markdown(
         "made that move, and the writer asks for the next one. source = the "
         "`updateSessionStatus` loop transliterated: ConsistentRead GetItem, then UpdateItem "
         "`SET status = :s, updatedAt = :now, version = version + 1` on `version = :v`, re-read "
-        "on every conflict, 4 attempts, 50*2^n + U(0,20) ms backoff; `:s` is the status after "
+        "on every conflict; `:s` is the status after "
         "the one its read returned (the source design writes whatever status it is given, so "
         "after a conflict it would repeat another writer's move), and a read showing `closed` "
         "ends the call. PynamoDB = `Model.get` (consistent), set `status` the same way, "
-        "`save()` (a PutItem on its `VersionAttribute`), same loop."
+        "`save()` (a PutItem on its `VersionAttribute`), same loop. Every side retries the "
+        "same way: the store's default `RetryPolicy`, exponential backoff with full jitter, "
+        "U(0, min(500, 10*2^n)) ms after the n-th refusal in a row (from 0), at most 16 "
+        "attempts, between a refused write and that writer's next write to the session -- "
+        "inside the store's call, in the source loop before its re-read, and before a store "
+        "writer asks for the next move when the refusal showed its own already made."
     )
     add(
         f"- *Attribute change* -- {cfg['uncontended_commits']} commits per run with 1 writer, "
@@ -318,9 +323,9 @@ def updates_markdown(
         "= `update_attributes(sid, {'title': ...})`, one TransactWriteItems over the metadata "
         "and attributes items (no version condition: the change commutes) and nothing read "
         "back, each writer its own cold `SessionStore`; source = its `updateSessionStatus` "
-        "loop transliterated to write the attribute (GetItem + UpdateItem on the version, same "
-        "attempts and backoff); PynamoDB = get, set, `save()` with a `VersionAttribute`, same "
-        "loop."
+        "loop transliterated to write the attribute (GetItem + UpdateItem on the version, the "
+        "source design's own 4 attempts and 50*2^n + U(0,20) ms backoff); PynamoDB = get, "
+        "set, `save()` with a `VersionAttribute`, same loop."
     )
     add(
         "- *Append* -- same run sizes, one message per commit: sessionstore `append_context` "

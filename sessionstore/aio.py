@@ -22,6 +22,7 @@ import anyio
 import anyio.to_thread
 from anyio.lowlevel import RunVar
 
+from . import validate
 from .clock import Clock
 from .codec import JSON
 from .errors import InvalidInput
@@ -30,6 +31,8 @@ from .models import Loaded, Session, Status, ToolCallRecord
 from .store import SessionStore
 
 T = TypeVar("T")
+#: Worker threads past this are a mistake: each blocks on one round trip at a time.
+MAX_WORKERS = 1_024
 
 _DONE = object()  # end of a paged iterator, passed back across the thread boundary
 
@@ -44,8 +47,7 @@ class AsyncSessionStore:
     def __init__(self, store: SessionStore, *, max_workers: int = 16) -> None:
         if not isinstance(store, SessionStore):
             raise InvalidInput(f"store must be a SessionStore, not {type(store).__name__}")
-        if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
-            raise InvalidInput("max_workers must be a positive int")
+        validate.int_in("max_workers", max_workers, 1, MAX_WORKERS)
         self.store = store
         self.max_workers = max_workers
         # One limiter per event loop: an anyio limiter belongs to the loop that first used it,

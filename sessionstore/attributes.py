@@ -34,7 +34,7 @@ returned, with ``attrBytes`` exact, on the condition that the item is still that
 ``rev``): the bound only ever refuses what really does not fit. A transaction returns nothing,
 and ``update`` reads nothing back: one request per change. A caller who wants the session reads
 it (``reads.attach`` serves the attributes from this instance's copy while it is current:
-after a change, while no other change followed it).
+after a change, once a metadata item shows that change made its ``rev``, see ``memory``).
 """
 
 from __future__ import annotations
@@ -300,6 +300,9 @@ def update(
     now_s = backend.now_ms() // 1000
     seen = memory.hint(session_id, owner, now_s) or reads.read(backend, memory, session_id, owner)
     edit = AttributesEdit(session_id, texts, gone, added, seen.incarnation)
+    base = _copy(memory, seen)
+    if base is None:  # an earlier change's guess, if any, will not be confirmed: its token is dead
+        memory.forget_guess(session_id)
     token = backend.token()
     meta = locking.planned(
         backend,
@@ -312,17 +315,18 @@ def update(
         expected=True,
         seen=seen,
     )
-    base = _copy(memory, seen)
-    changed = Changed((), seen=False)
     try:
         # The conflict carries the session with its attributes, after remembering it bare.
         with reads.on_conflict(backend, memory), memory.refusals():
             plan = AttributesWrite(meta, seen.ttl)
             changed = backend.drive(plan, f"write to session {session_id!r}")
-    finally:
-        memory.settle(session_id, token, changed.removed)
-    # This instance's copy, without reading: exact whenever the session's ``attrsRev`` turns
-    # out to be its ``rev`` -- one change since ``base``, and that change was this one.
+    except BaseException:
+        memory.settle(session_id, token, ())
+        raise
+    # This instance's copy, without reading: a guess (``Memory.guess``), exact whenever the
+    # session's ``attrsRev`` turns out to be its ``rev`` -- one change since ``base``, and that
+    # change was this one.
+    guessed = False
     if changed.whole is not None:
         memory.keep_attributes(session_id, stored(changed.whole))
     elif changed.seen and base is not None:
@@ -330,7 +334,8 @@ def update(
         after = StoredAttributes(
             base.incarnation, base.rev + 1, Attributes(raw), base.bytes + added
         )
-        memory.keep_attributes(session_id, after)
+        guessed = memory.guess(session_id, after, base, token)
+    memory.settle(session_id, token, changed.removed, dead=not guessed)
 
 
 def _copy(memory: Memory, seen: Session) -> StoredAttributes | None:
@@ -338,7 +343,7 @@ def _copy(memory: Memory, seen: Session) -> StoredAttributes | None:
     all for a session that never had any), or None if this instance does not know them."""
     if seen.attributes_rev == 0:
         return StoredAttributes(seen.incarnation, 0, Attributes(), EMPTY_MAP_BYTES)
-    copy = memory.attributes.get(seen.session_id)
-    if copy is None or copy.incarnation != seen.incarnation or copy.rev != seen.attributes_rev:
+    copy = memory.current(seen)
+    if copy is None or copy.rev != seen.attributes_rev:
         return None
     return copy

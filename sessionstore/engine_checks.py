@@ -319,35 +319,13 @@ _METHODS = {
 }
 
 
-_KEY_MISMATCH = "The provided key element does not match the schema"
-
-
-def _check_transaction_keys(backend: Any, body: Mapping[str, Any]) -> None:
-    """Each action of a transaction names its item by the table's key, before any runs (moto
-    found out while running it, and cancelled the transaction with a ``KeyError``)."""
-    for entry in body.get("TransactItems") or ():
-        for kind, inner in entry.items():
-            try:
-                table = backend.get_table(inner["TableName"])
-            except Exception:
-                continue  # moto reports the missing table
-            keys = [k for k in (table.hash_key_attr, table.range_key_attr) if k]
-            if kind == "Put":
-                for key in keys:
-                    if key not in (inner.get("Item") or {}):
-                        raise refusal(
-                            f"One or more parameter values were invalid: Missing the key {key} "
-                            "in the item"
-                        )
-            elif set(inner.get("Key") or {}) != set(keys):
-                raise refusal(_KEY_MISMATCH)
-
-
 def install() -> None:
     """Patch moto's DynamoDB in this process (once: ``local.answer_like_dynamodb``)."""
     from moto.dynamodb import exceptions
     from moto.dynamodb.responses import DynamoHandler
     from werkzeug.exceptions import HTTPException
+
+    from . import engine_keys
 
     for action, method_name in _METHODS.items():
         method = getattr(DynamoHandler, method_name)
@@ -355,13 +333,17 @@ def install() -> None:
         def checked(self: Any, _action: str = action, _method: Any = method) -> Any:
             check_request(_action, self.body)
             if _action == "TransactWriteItems":
-                _check_transaction_keys(self.dynamodb_backend, self.body)
+                engine_keys.check_transaction_keys(self.dynamodb_backend, self.body)
+            elif _action == "Query":
+                engine_keys.check_query_key_types(self.dynamodb_backend, self.body)
             try:
                 return _method(self)
             except exceptions.MockValidationException as exc:
                 if exc.exception_msg != "Validation Exception":
                     raise
-                raise refusal(_KEY_MISMATCH) from None  # moto's word for a key not the table's
+                raise refusal(
+                    engine_keys.KEY_MISMATCH
+                ) from None  # moto's word for a key not the table's
 
         setattr(DynamoHandler, method_name, functools.wraps(method)(checked))
 

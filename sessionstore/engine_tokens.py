@@ -8,7 +8,8 @@ same token with ``IdempotentParameterMismatchException``. moto ignored the token
 lost response ran the transaction twice (its conditions usually refused it, as a conflict).
 
 What is remembered: each successful transaction's token, a digest of the rest of its request, and
-when it completed, for ``WINDOW_S`` by the ledger's clock (injectable, for tests). A cancelled or
+when it completed, for ``WINDOW_S`` by the ledger's clock (injectable, for tests), at most
+``MAX_TOKENS`` of them. A cancelled or
 refused transaction is not remembered: DynamoDB's documents promise a repeat's success only of a
 successful call, so a repeat of a refused one runs again. The check, the run and the record happen
 under the engine's lock (``local.serialize_moto``), as one step.
@@ -27,6 +28,9 @@ from typing import Any
 #: "A client request token is valid for 10 minutes after the first request that uses it is
 #: completed."
 WINDOW_S = 600.0
+#: At most this many tokens are remembered (the oldest forgotten first): a bound on the engine's
+#: memory, reached only past ~160 transactions a second for 10 minutes.
+MAX_TOKENS = 100_000
 MISMATCH = (
     "DynamoDB rejected the request because you retried a request with a different payload but "
     "with an idempotent token that was already used."
@@ -49,6 +53,9 @@ class TokenLedger:
         with self._lock:
             self._forget_old()
             seen = self._seen.get(token)
+            if seen is not None and seen[1] <= self.clock() - WINDOW_S:
+                del self._seen[token]  # out of the window, wherever it stood in the order
+                seen = None
         if seen is None:
             return False, None
         digest, _, response = seen
@@ -60,8 +67,11 @@ class TokenLedger:
         with self._lock:
             self._seen[token] = (_digest(request), self.clock(), response)
             self._seen.move_to_end(token)
+            self._forget_old()
 
     def _forget_old(self) -> None:
+        while len(self._seen) > MAX_TOKENS:
+            self._seen.popitem(last=False)
         horizon = self.clock() - WINDOW_S
         while self._seen:
             token, (_, completed, _) = next(iter(self._seen.items()))

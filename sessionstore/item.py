@@ -178,19 +178,28 @@ def idle_moved(now_s: int) -> tuple[Update, Condition]:
     ``ttl``: readers take the earlier (``Session.expires_at``). A fixed-ttl session's ``idle``
     is its whole ttl, so one formula serves both.
 
-    A writer whose clock lags behind the last one's (``idleFrom`` later than its ``:now``) is
-    refused, and sends its write again without moving the deadline (``idle_ahead``). Clocks a
-    second apart rarely meet it."""
+    A writer whose clock lags behind the last one's by more than ``IDLE_SKEW_S``
+    (``idleFrom`` later than its ``:now`` plus that) is refused, and sends its write again
+    without moving the deadline (``idle_ahead``). Within it the deadline may move back by up to
+    that second: writers on one clock read it at T.999 and T+1.000 and land in either order
+    (under load a request waits in the queue), and neither is refused for it."""
     now = Value(now_s)
     update = set_("idle_until", "{} = {} + {}", Name(M.IDLE_UNTIL), Name(M.IDLE), now) + set_(
         "idle_from", "{} = {}", Name(M.IDLE_FROM), now
     )
-    return update, ~clause("idle_from_later", "{} > {}", Name(M.IDLE_FROM), now)
+    latest = Value(now_s + IDLE_SKEW_S)
+    return update, ~clause("idle_from_later", "{} > {}", Name(M.IDLE_FROM), latest)
+
+
+#: How far (seconds) ``idleFrom`` may be past a writer's clock and the writer still moves the
+#: deadline (``idle_moved``): whole seconds read on one clock by writers in flight together.
+IDLE_SKEW_S = 1
 
 
 def idle_ahead(item: Mapping[str, Any] | None, now_s: int) -> bool:
-    """The item's idle deadline counts from later than ``now_s``: moving it would shorten it."""
-    return item is not None and int(item.get(M.IDLE_FROM, 0)) > now_s
+    """The item's idle deadline counts from later than ``now_s`` by more than ``IDLE_SKEW_S``:
+    moving it would shorten it more than writers on one clock may."""
+    return item is not None and int(item.get(M.IDLE_FROM, 0)) > now_s + IDLE_SKEW_S
 
 
 def live(session_id: str, item: Mapping[str, Any] | None, owner: str | None, now_s: int) -> Session:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
-from .sizing import MAX_ITEM_BYTES, text_size, value_size
+from .sizing import MAX_ITEM_BYTES, number_size, text_size, value_size
 
 _LOCK = threading.RLock()
 _PATCHED: set[str] = set()
@@ -100,6 +100,10 @@ def _moto_value_size(value: Any) -> int:
     if kind is None:  # not a DynamoType: a wire value, or something moto made up
         return value_size(value) if isinstance(value, dict) else text_size(str(value))
     data = value.value
+    if kind == "S" and type(data) is str:  # the common kinds first, as ``value_size`` counts them
+        return text_size(data)
+    if kind == "N" and type(data) is str:
+        return number_size(data)
     if kind == "L":
         return 3 + sum(_moto_value_size(v) + 1 for v in data)
     if kind == "M":
@@ -108,7 +112,11 @@ def _moto_value_size(value: Any) -> int:
 
 
 def _moto_item_size(attrs: dict[str, Any], skip: str | None = None) -> int:
-    return sum(text_size(k) + _moto_value_size(v) for k, v in attrs.items() if k != skip)
+    size = 0
+    for name, value in attrs.items():
+        if name != skip:
+            size += text_size(name) + _moto_value_size(value)
+    return size
 
 
 @_once
@@ -227,6 +235,14 @@ def answer_like_dynamodb() -> None:
     engine_checks.install()
 
 
+@_once
+def answer_quickly() -> None:
+    """Parse each expression text once, not per request (``engine_cache``). Idempotent."""
+    from . import engine_cache
+
+    engine_cache.install()
+
+
 class LocalDynamoDB:
     """moto's DynamoDB on 127.0.0.1 (a free port unless given), every request serialized."""
 
@@ -253,6 +269,7 @@ class LocalDynamoDB:
         size_items_like_dynamodb()
         parse_long_expressions()
         answer_like_dynamodb()
+        answer_quickly()
         # werkzeug logs one line per request on stderr; nbval compares stderr.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         server = ThreadedMotoServer(ip_address=self._host, port=self._port, verbose=False)

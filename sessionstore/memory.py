@@ -10,6 +10,16 @@ refuses anything by itself. Three maps, each one ``Recent`` (a bounded, locked L
   the next write to the session removes them (``write_tokens``);
 * ``attributes``: the last attributes read or written per session: a write's ALL_NEW has only
   the metadata item, whose ``attrsRev`` says whether this copy is still current.
+
+A copy read (or put whole) is exact at its ``rev``. A copy a change computed without reading
+(``guess``) is the base plus the change, labelled ``base.rev + 1``, and is exact only if that
+change is the one that made that rev -- which a transaction does not say. So a guess is kept
+only while the copy is still its base (compare-and-set: a concurrent change on this instance
+never overwrites the other's copy), it carries its change's request token, and it is trusted
+(``current``) only once a metadata item shows that token with ``attrsRev`` equal to its
+``rev``: the change landed before that item was read, so its rev is at most that one, and at
+least ``base.rev + 1``. Until then the token stays in ``tk`` (it is settled, so that the next
+write removes it, when the guess is confirmed or replaced).
 """
 
 from __future__ import annotations
@@ -18,7 +28,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from .errors import TokensFull, VersionConflict
 from .models import Session, StoredAttributes
@@ -45,14 +55,41 @@ class Recent(Generic[V]):
 
     def put(self, session_id: str, value: V, merge: Callable[[V, V], V] | None = None) -> None:
         """Keep ``value`` (or ``merge(old, value)`` when there is an old one) as the newest."""
+
+        def change(old: V | None) -> V:
+            return value if old is None or merge is None else merge(old, value)
+
+        self.swap(session_id, change)
+
+    def swap(self, session_id: str, change: Callable[[V | None], V | None]) -> V | None:
+        """Under the lock: keep ``change(old)`` as the newest, unless it is ``old`` itself
+        (nothing changes); the value it replaced, or None."""
         with self._lock:
             old = self._items.get(session_id)
-            if old is not None and merge is not None:
-                value = merge(old, value)
+            value = change(old)
+            if value is old or value is None:
+                return None
             self._items[session_id] = value
             self._items.move_to_end(session_id)
             if len(self._items) > self.size:
                 self._items.popitem(last=False)
+            return old
+
+    def discard(self, session_id: str, value: V) -> bool:
+        """Forget ``session_id`` if ``value`` is still what is kept for it; whether it was."""
+        with self._lock:
+            if self._items.get(session_id) is not value:
+                return False
+            del self._items[session_id]
+            return True
+
+
+class Copy(NamedTuple):
+    """A copy of a session's attributes; ``guessed_by``: the request token of the change that
+    computed it without reading, until a metadata item confirms it (None: exact)."""
+
+    stored: StoredAttributes
+    guessed_by: str | None = None
 
 
 def _newer(old: Session, new: Session) -> Session:
@@ -71,10 +108,11 @@ class Memory:
     def __init__(self, size: int = MAX_SESSIONS) -> None:
         self.seen: Recent[Session] = Recent(size)
         self.settled: Recent[tuple[str, ...]] = Recent(size)
-        self.attributes: Recent[StoredAttributes] = Recent(size)
+        self.attributes: Recent[Copy] = Recent(size)
 
     def remember(self, session: Session) -> Session:
         self.seen.put(session.session_id, session, _newer)
+        self._judge_guess(session)
         return session
 
     def hint(self, session_id: str, owner: str | None, now_s: int) -> Session | None:
@@ -86,15 +124,19 @@ class Memory:
             return None
         return seen
 
-    def settle(self, session_id: str, token: str, removed: tuple[str, ...]) -> None:
-        """A write to ``session_id`` has ended: its token is dead; the tokens its landed attempt
+    def settle(
+        self, session_id: str, token: str, removed: tuple[str, ...], *, dead: bool = True
+    ) -> None:
+        """A write to ``session_id`` has ended: its token is dead (unless ``dead`` is False: a
+        guess of its attributes waits for it, see ``guess``); the tokens its landed attempt
         removed are gone. Past the cap the oldest are forgotten: the horizon removes them."""
+        added = (token,) if dead else ()
 
         def merge(old: tuple[str, ...], new: tuple[str, ...]) -> tuple[str, ...]:
             tokens = [t for t in old if key(t) not in removed and t != token]
-            return tuple([*tokens, token][-TOKEN_CAP:])
+            return tuple([*tokens, *added][-TOKEN_CAP:])
 
-        self.settled.put(session_id, (token,), merge)
+        self.settled.put(session_id, added, merge)
 
     @contextmanager
     def refusals(self) -> Iterator[None]:
@@ -107,5 +149,91 @@ class Memory:
             raise
 
     def keep_attributes(self, session_id: str, stored: StoredAttributes | None) -> None:
-        if stored is not None:
-            self.attributes.put(session_id, stored)
+        """Keep an exact copy (read, or put whole) -- unless the one kept is an exact copy of
+        a later ``rev`` of the same incarnation."""
+        if stored is None:
+            return
+
+        def change(old: Copy | None) -> Copy | None:
+            if old is not None and old.guessed_by is None and _later(old.stored, stored):
+                return old
+            return Copy(stored)
+
+        self._replaced(session_id, self.attributes.swap(session_id, change))
+
+    def guess(
+        self, session_id: str, after: StoredAttributes, base: StoredAttributes, by: str
+    ) -> bool:
+        """Keep ``after``, computed by the change whose token is ``by`` from ``base`` without
+        reading, only if the copy kept is still ``base`` (no copy for a base of ``rev`` 0):
+        whether it was kept (if not, the caller settles ``by``)."""
+
+        kept = False
+
+        def change(old: Copy | None) -> Copy | None:
+            nonlocal kept
+            if old is None or old.stored.incarnation != base.incarnation:
+                kept = base.rev == 0  # no copy of this incarnation: only none is the base
+            else:
+                kept = old.stored == base
+            return Copy(after, by) if kept else old
+
+        self._replaced(session_id, self.attributes.swap(session_id, change))
+        return kept
+
+    def forget_guess(self, session_id: str) -> None:
+        """Drop the guess kept for ``session_id``, if any (and settle its token)."""
+        copy = self.attributes.get(session_id)
+        if copy is None or copy.guessed_by is None:
+            return
+        if self.attributes.discard(session_id, copy):
+            self._replaced(session_id, copy)
+
+    def _judge_guess(self, session: Session) -> None:
+        """The first item seen that names a guess's token settles it: confirmed if it shows
+        the guess's rev, else dropped (another change came between); either way the token is
+        dead, so it stays in ``tk`` no longer than that."""
+        copy = self.attributes.get(session.session_id)
+        if copy is None or copy.guessed_by is None:
+            return
+        if copy.stored.incarnation != session.incarnation:
+            return
+        if key(copy.guessed_by) not in session.write_tokens:
+            return
+        if copy.stored.rev == session.attributes_rev:
+            replaced = self.attributes.swap(
+                session.session_id, lambda old: Copy(copy.stored) if old is copy else old
+            )
+            self._replaced(session.session_id, replaced)
+        elif self.attributes.discard(session.session_id, copy):
+            self._replaced(session.session_id, copy)
+
+    def current(self, session: Session) -> StoredAttributes | None:
+        """The copy of ``session``'s attributes if it is of its incarnation and not older than
+        its ``attrsRev`` -- a guess of exactly that rev only if ``session`` names the guessing
+        change's token (then it is confirmed: exact from now on)."""
+        copy = self.attributes.get(session.session_id)
+        if copy is None or copy.stored.incarnation != session.incarnation:
+            return None
+        rev, by = copy.stored.rev, copy.guessed_by
+        if rev < session.attributes_rev:
+            return None
+        if by is None or rev > session.attributes_rev:
+            return copy.stored
+        if key(by) not in session.write_tokens:
+            return None  # this rev may be another change's: read the item
+        confirmed = Copy(copy.stored)
+        replaced = self.attributes.swap(
+            session.session_id, lambda old: confirmed if old is copy else old
+        )
+        self._replaced(session.session_id, replaced)
+        return copy.stored
+
+    def _replaced(self, session_id: str, old: Copy | None) -> None:
+        """A guess no longer kept: its change's token is dead, the next write removes it."""
+        if old is not None and old.guessed_by is not None:
+            self.settle(session_id, old.guessed_by, ())
+
+
+def _later(kept: StoredAttributes, new: StoredAttributes) -> bool:
+    return kept.incarnation == new.incarnation and kept.rev > new.rev

@@ -18,7 +18,7 @@ from .backend import Backend, PageScope
 from .errors import SessionNotFound, SessionStoreError, Unavailable, VersionConflict
 from .item import live, stored
 from .memory import Memory
-from .models import Session
+from .models import Session, StoredAttributes
 
 
 def read_item(
@@ -59,7 +59,12 @@ def head(
     session = memory.remember(live(session_id, first, owner, backend.now_ms() // 1000))
     following = next(items, None)
     if following is not None and following["sk"] == schema.ATTRS_SK:
-        memory.keep_attributes(session_id, stored(following))
+        copy = stored(following)
+        memory.keep_attributes(session_id, copy)
+        if copy is not None and copy.incarnation == session.incarnation:
+            # The item just read (after the metadata item: never older), whatever a
+            # concurrent change on this instance keeps meanwhile.
+            return _with(session, copy), first, items
     elif following is not None:
         items = itertools.chain((following,), items)
     return attach(backend, memory, session), first, items
@@ -71,12 +76,16 @@ def attach(backend: Backend, memory: Memory, session: Session) -> Session:
     may show a change made after ``session`` was read, never an older one)."""
     if session.attributes_rev == 0:
         return session
-    copy = memory.attributes.get(session.session_id)
-    if copy is None or copy.incarnation != session.incarnation or copy.rev < session.attributes_rev:
+    copy = memory.current(session)
+    if copy is None:
         copy = stored(backend.get(schema.attrs_key(session.session_id)))
         if copy is None or copy.incarnation != session.incarnation:
             return session  # gone since: TTL removed the session, or it was created again
         memory.keep_attributes(session.session_id, copy)
+    return _with(session, copy)
+
+
+def _with(session: Session, copy: StoredAttributes) -> Session:
     return dataclasses.replace(session, attributes=copy.attributes, attribute_bytes=copy.bytes)
 
 

@@ -7,7 +7,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .errors import InvalidInput
+from . import validate
+
+#: Past these a policy is a mistake: a conflict retried a thousand times, or a minute apart,
+#: is an outage, not contention.
+MAX_ATTEMPTS = 1_000
+MAX_DELAY_S = 60.0
 
 
 @dataclass
@@ -22,14 +27,9 @@ class RetryPolicy:
     rng: random.Random = field(default_factory=random.Random)
 
     def __post_init__(self) -> None:
-        if (
-            isinstance(self.max_attempts, bool)
-            or not isinstance(self.max_attempts, int)
-            or self.max_attempts < 1
-        ):
-            raise InvalidInput(f"max_attempts must be an int >= 1, got {self.max_attempts!r}")
-        if not 0 <= self.base_delay <= self.max_delay:
-            raise InvalidInput("delays must satisfy 0 <= base_delay <= max_delay")
+        validate.int_in("max_attempts", self.max_attempts, 1, MAX_ATTEMPTS)
+        validate.seconds_in("max_delay", self.max_delay, 0, MAX_DELAY_S)
+        validate.seconds_in("base_delay", self.base_delay, 0, self.max_delay)
 
     def delay(self, attempt: int) -> float:
         return self.rng.uniform(0, min(self.max_delay, self.base_delay * 2**attempt))

@@ -35,7 +35,6 @@ from .backend import Backend
 from .clock import Clock, SystemClock
 from .codec import JSON
 from .context import ContextReader, Limits
-from .errors import InvalidInput
 from .ids import IdFactory, RandomIds
 from .item import METADATA_OVERHEAD, WIDEST_CONTEXT_BYTES, WIDEST_COUNT, WIDEST_TTL
 from .memory import Memory
@@ -69,10 +68,9 @@ class SessionStore:
         max_context_messages: int = MAX_CONTEXT_MESSAGES,
         max_context_bytes: int = MAX_CONTEXT_BYTES,
     ) -> None:
-        if not METADATA_OVERHEAD < item_size_limit <= sizing.MAX_ITEM_BYTES:
-            raise InvalidInput(
-                f"item_size_limit must be in ({METADATA_OVERHEAD}, {sizing.MAX_ITEM_BYTES}]"
-            )
+        validate.int_in(
+            "item_size_limit", item_size_limit, METADATA_OVERHEAD + 1, sizing.MAX_ITEM_BYTES
+        )
         self.limits = Limits(
             validate.int_in("max_context_messages", max_context_messages, 1, WIDEST_COUNT),
             validate.int_in("max_context_bytes", max_context_bytes, 1, WIDEST_CONTEXT_BYTES),

@@ -354,8 +354,7 @@ def record(
     otherwise. A repeat of the request is answered with the stored record, whatever output it
     brings; another request under the id, or a call claimed and not recorded, raises
     ``ToolCallConflict``."""
-    if not (validate.is_int(duration_ms) and duration_ms >= 0):
-        raise InvalidInput("duration_ms must be a non-negative int")
+    validate.duration_ms(duration_ms)
     if ttl_seconds is not None:
         validate.ttl(ttl_seconds)
     output_text = codec.encode(output, "output")

@@ -3,6 +3,7 @@ metadata item (issue 21: so that the writes every call makes are not billed for 
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -325,3 +326,97 @@ def test_a_change_keeps_this_instances_copy_current_until_another_change_follows
     requests.reset()
     assert store.touch(sid, owner="alice").attributes == {"b": 2, "c": 3, "d": 4}
     assert requests.counts() == {"UpdateItem": 1, "GetItem": 1}
+
+
+def _race_a_reader_with(
+    client: Any, store: ss.SessionStore, sid: str, change: Any, rival: Any
+) -> ss.Session:
+    """Run ``change`` (an attribute change on ``store``); just before it is sent, run ``rival``
+    (another change, acknowledged) and then the metadata read of ``get_session`` on ``store``
+    in a thread, whose attributes are attached only after ``change`` has returned: the
+    reader's session, which must show ``rival``'s change."""
+    read, changed = threading.Event(), threading.Event()
+    result: list[ss.Session] = []
+    sends = 0
+
+    def hold_the_reader(**_: Any) -> None:
+        if threading.current_thread() is reader and not read.is_set():
+            read.set()  # its metadata read is done: attach after the change has returned
+            assert changed.wait(10)
+
+    def rival_then_reader(**_: Any) -> None:
+        nonlocal sends
+        sends += 1
+        if sends == 1:  # the change's first send: it has computed its copy from rev 1
+            rival()
+            reader.start()
+            assert read.wait(10)
+
+    reader = threading.Thread(target=lambda: result.append(store.get_session(sid, owner="alice")))
+    client.meta.events.register("after-call.dynamodb.GetItem", hold_the_reader)
+    client.meta.events.register("before-send.dynamodb.TransactWriteItems", rival_then_reader)
+    try:
+        change()
+    finally:
+        changed.set()
+        client.meta.events.unregister("before-send.dynamodb.TransactWriteItems", rival_then_reader)
+        reader.join(10)
+        client.meta.events.unregister("after-call.dynamodb.GetItem", hold_the_reader)
+    assert len(result) == 1
+    return result[0]
+
+
+@pytest.mark.parametrize("rival_instance", ["same", "another"])
+def test_a_concurrent_change_never_leaves_a_wrong_copy(
+    client: Any, table: str, clock: ss.ManualClock, store: ss.SessionStore, rival_instance: str
+) -> None:
+    """Review: two changes started from copy rev 1; the rival landed as rev 2, the change as
+    rev 3 and kept its guess labelled rev 2; a reader whose metadata read saw ``attrsRev`` 2
+    returned the attributes without the rival's change, acknowledged before it began."""
+    sid = store.create_session(owner="alice", attributes={"a": 1}).session_id
+    other = store if rival_instance == "same" else ss.SessionStore(client, table, clock=clock)
+    other.get_session(sid, owner="alice")
+    seen = _race_a_reader_with(
+        client,
+        store,
+        sid,
+        lambda: store.update_attributes(sid, {"mine": 1}, owner="alice"),
+        lambda: other.update_attributes(sid, {"rival": 1}, owner="alice"),
+    )
+    assert seen.attributes_rev == 2
+    # A change made after the read may show (its GetItem came later), never one missing.
+    assert {"a": 1, "rival": 1}.items() <= dict(seen.attributes).items()
+    # And every later read shows both.
+    assert store.get_session(sid, owner="alice").attributes == {"a": 1, "rival": 1, "mine": 1}
+
+
+def test_a_changes_token_stays_in_the_map_only_until_its_copy_is_confirmed(
+    client: Any, table: str, store: ss.SessionStore, requests: RequestLog
+) -> None:
+    """The copy a change guessed is trusted once a metadata item names the change's token at
+    its rev; until then the token stays in ``tk`` -- and no longer: the next write removes it."""
+    sid = store.create_session(owner="alice", attributes={"a": 1}).session_id
+    store.activate(sid, owner="alice")
+    store.update_attributes(sid, {"b": 2}, owner="alice")
+    requests.reset()
+    appended = store.append_context(sid, ["m"], owner="alice")
+    assert appended.attributes == {"a": 1, "b": 2}  # the guess, confirmed: nothing read
+    assert requests.counts() == {"UpdateItem": 1, "PutItem": 1}
+    assert len(stored(client, table, sid)["tk"]["M"]) == 2  # the change's and the append's
+    store.append_context(sid, ["n"], owner="alice")
+    assert len(stored(client, table, sid)["tk"]["M"]) == 1  # both removed: only the last one
+
+
+def test_changes_that_read_nothing_leave_no_token_behind(
+    client: Any, table: str, store: ss.SessionStore
+) -> None:
+    """A writer that only changes attributes never sees a metadata item to confirm its guess:
+    its next change drops the guess, and the one after removes the token."""
+    sid = store.create_session(owner="alice", attributes={"a": 1}).session_id
+    store.activate(sid, owner="alice")
+    for n in range(4):
+        store.update_attributes(sid, {"n": n}, owner="alice")
+    # Only the last change's token: the first one's guess was dropped by the second change,
+    # which removed its token.
+    assert len(stored(client, table, sid)["tk"]["M"]) == 1
+    assert store.get_session(sid, owner="alice").attributes == {"a": 1, "n": 3}

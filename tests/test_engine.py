@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 import boto3
+import botocore.loaders
 import pytest
 
 import sessionstore as ss
@@ -52,6 +53,33 @@ def test_dummy_credentials_only_for_loopback(monkeypatch: pytest.MonkeyPatch) ->
     assert local._request_signer._credentials.access_key == "sessionstore-local"
     remote = ss.connect("https://dynamodb.eu-west-1.amazonaws.com", region_name="eu-west-1")
     assert remote._request_signer._credentials is None
+
+
+def test_connect_parses_botocore_data_once_each_client_its_own_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A client per test, per notebook cell, per CLI call: the service model and endpoint data
+    are parsed once per process, while credentials are still read at each ``connect``."""
+    ss.connect("http://127.0.0.1:9")
+    loads: list[str] = []
+    load_file = botocore.loaders.JSONFileLoader.load_file
+
+    def counted(self: Any, file_path: str) -> Any:
+        loads.append(file_path)
+        return load_file(self, file_path)
+
+    monkeypatch.setattr(botocore.loaders.JSONFileLoader, "load_file", counted)
+    for var in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    for key in ("first", "second"):
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", key)
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+        client = ss.connect("http://127.0.0.1:9")
+        assert client._request_signer._credentials.access_key == key
+        assert client.meta.service_model.service_name == "dynamodb"
+    assert loads == []
+    loader = client._loader
+    assert len(loader.search_paths) == len(set(loader.search_paths))
 
 
 @pytest.mark.embedded_only("starts the process-wide embedded engine")

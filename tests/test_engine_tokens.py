@@ -120,3 +120,15 @@ def test_the_store_sees_one_version_step_for_its_lost_transaction(
     after = store.get_session(session.session_id)
     assert after.version == session.version + 1
     assert dict(after.attributes) == {"title": "trip"}
+
+
+def test_the_ledger_is_bounded_oldest_forgotten_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine_tokens, "MAX_TOKENS", 3)
+    ledger = engine_tokens.TokenLedger(clock=lambda: 0.0)
+    request = {"TransactItems": []}
+    for token in ("t1", "t2", "t3", "t4"):
+        ledger.record(token, request, "answer")
+    assert ledger.repeat_of("t1", request) == (False, None)
+    assert ledger.repeat_of("t4", request) == (True, "answer")
+    with pytest.raises(Exception, match="different payload"):
+        ledger.repeat_of("t2", {"TransactItems": [{}]})

@@ -63,14 +63,17 @@ def test_a_lost_response_and_botocores_retry_are_two_attempts(
             again = store.record_tool_call(session.session_id, "call-1", "echo", {}, {}, 5)
     assert [(a.actor, a.outcome) for a in log.attempts] == [
         ("1st delivery", Outcome.LOST),
-        # botocore's retry carries the call's ClientRequestToken: the engine answers it with
-        # the first attempt's success, applying nothing (as DynamoDB does)
+        # botocore's retry carries the call's ClientRequestToken: DynamoDB (and the engine)
+        # answer it with the first attempt's success, applied once
         ("1st delivery", Outcome.OK),
         ("the client, again", Outcome.REFUSED),  # a new request: it finds the call's item...
     ]
+    tokens = {a.params.get("ClientRequestToken") for a in log.attempts[:2]}
+    assert len(tokens) == 1 and None not in tokens
     record = log.attempts[2].old_item() or {}
     assert record["toolCallId"] == {"S": "call-1"}  # ...in the cancellation's ALL_OLD
     assert first == again
+    assert [r.tool_call_id for r in store.tool_calls(session.session_id)] == ["call-1"]
     picture = pictures.lost_response(log)
     said = " ".join(" ".join(text.get_text().split()) for text in picture.axes[0].texts)
     assert "botocore's retry -> ok (same token)" in said

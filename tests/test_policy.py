@@ -1,7 +1,9 @@
 """The least-privilege IAM policy grants exactly the DynamoDB actions the store sends.
 
 Every public method of ``SessionStore`` is exercised -- happy paths, conflicts, lost responses,
-replays, refusals -- with a ``provide-client-params`` hook recording each call. The actions are
+replays, refusals -- with a ``provide-client-params`` hook recording each call; then every other
+path that sends a request (lagging clocks, MCP with asks and answers on both protocols, FastMCP,
+the CLI) with every client recorded (``RequestLog.every_client``). The actions are
 mapped to IAM actions (a transaction is authorized per action inside it) and compared with
 ``sessionstore/policy/iam-policy.json``; the table-admin actions of ``create_table`` with
 ``iam-admin-policy.json``. Then a small ``StringLike`` evaluator checks the ``LeadingKeys``
@@ -22,17 +24,14 @@ from typing import Any
 import pytest
 
 import sessionstore as ss
+from sessionstore.local import LocalDynamoDB
 from sessionstore.retry import RetryPolicy
-from sessionstore.testing import Fault, FaultInjector
+from sessionstore.testing import Fault, FaultInjector, RequestLog
+from sessionstore.testing.requests import IN_TRANSACTION
 
 ADMIN_ACTIONS = {"CreateTable", "DescribeTable", "DescribeTimeToLive", "UpdateTimeToLive"}
 TAG = "aws:PrincipalTag/sessionstore-tenant"
-_IN_TRANSACTION = {
-    "ConditionCheck": "ConditionCheckItem",
-    "Put": "PutItem",
-    "Update": "UpdateItem",
-    "Delete": "DeleteItem",
-}
+_IN_TRANSACTION = IN_TRANSACTION
 
 
 def _policy(name: str) -> dict[str, Any]:
@@ -179,16 +178,157 @@ def test_every_public_method_is_exercised() -> None:
     assert not missing, f"add these to _exercise: {sorted(missing)}"
 
 
-def test_policy_grants_exactly_the_actions_the_store_sends(client: Any) -> None:
+def test_policy_grants_the_actions_the_store_sends(client: Any) -> None:
     with Calls(client) as calls:
         _exercise(client, "mcp-sessions-policy", "acme")
     sent = calls.iam_actions()
     data_plane = {f"dynamodb:{a}" for a in sent - ADMIN_ACTIONS}
     admin = {f"dynamodb:{a}" for a in sent & ADMIN_ACTIONS}
-    print(f"actions sent: {sorted(sent)}")
-    assert data_plane == _actions(_policy("iam-policy.json"))
+    # Every path's actions, exactly: test_every_path_sends_only_what_the_policy_grants.
+    assert data_plane <= _actions(_policy("iam-policy.json"))
     assert admin <= _actions(_policy("iam-admin-policy.json"))
     assert _actions(_policy("iam-admin-policy.json")) <= {f"dynamodb:{a}" for a in ADMIN_ACTIONS}
+
+
+def _lagging_clocks(client: Any, table: str) -> None:
+    """Writers whose clocks lag the session's idle deadline (two seconds are enough): each
+    sends its write again without moving the deadline -- a tool call's guard as a
+    ConditionCheck."""
+    clock = ss.ManualClock("2026-01-01T12:00:00Z")
+    ids = TenantIds("acme")
+    punctual = ss.SessionStore(client, table, clock=clock, ids=ids)
+    lagging = ss.SessionStore(client, table, clock=ss.ManualClock(clock.now_ms() - 2000), ids=ids)
+    sid = punctual.create_session(owner="alice", idle_seconds=600).session_id
+    punctual.activate(sid, owner="alice")
+    lagging.record_tool_call(sid, "c1", "tool", {}, "out", 1, owner="alice")
+    lagging.append_context(sid, ["late"], owner="alice")
+    lagging.touch(sid, owner="alice")
+    lagging.update_attributes(sid, {"k": 1}, owner="alice")
+
+
+def _mcp(engine: LocalDynamoDB, table: str) -> None:
+    """The MCP integration: sessions and tool calls over both protocols on two instances, and
+    a tool that asks the client (sampling, elicitation), answered through the other one."""
+    from sessionstore.mcp import SessionCalls, close_session, open_session
+    from tests.test_back_channel import Asked, two_instances
+    from tests.test_back_channel import _run as run
+    from tests.test_mcp import Cluster, _client
+
+    cluster = Cluster(engine, table, ss.ManualClock("2026-01-01T12:00:00Z"), ss.CounterIds())
+
+    async def sessions() -> None:
+        for mode in ("auto", "legacy"):
+            async with (
+                cluster.running() as a,
+                cluster.running() as b,
+                _client(a.url, mode=mode) as ca,
+                _client(b.url, mode=mode) as cb,
+            ):
+                sid = (await open_session(ca)).session_id
+                for i, c in enumerate((ca, cb, ca)):
+                    await SessionCalls(c, sid).call("echo", {"text": "x"}, tool_call_id="c")
+                    await SessionCalls(c, sid).call("echo", {"text": f"{i}"})
+                await SessionCalls(cb, sid).call("fail", {"reason": "no"})
+                await close_session(cb, sid)
+
+    async def asking() -> None:
+        async with two_instances(engine, table, Asked()) as (_, client, _stores):
+            await client.call_tool("test_sampling", {"prompt": "Capital of France?"})
+            await client.call_tool("test_elicitation", {"message": "Who are you?"})
+
+    run(sessions)
+    run(asking)
+
+
+def _fastmcp(client: Any, table: str) -> None:
+    """FastMCP's session state in the table: per session and per user, to the end."""
+    import asyncio
+
+    from fastmcp import Client
+    from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
+
+    from sessionstore.aio import AsyncSessionStore
+    from sessionstore.fastmcp import StoreSessionState
+    from sessionstore.fastmcp.demo import create_server
+    from sessionstore.mcp import RunningServer
+
+    verifier = StaticTokenVerifier(tokens={"token-bob": {"client_id": "bob", "scopes": []}})
+    state = StoreSessionState(AsyncSessionStore(ss.SessionStore(client, table)), idle_seconds=60)
+    server = create_server(state, auth=verifier)
+
+    async def main() -> None:
+        async with (
+            asyncio.timeout(60),
+            RunningServer(server.http_app()) as running,
+            Client(running.url, auth="token-bob") as c,
+        ):
+            sid = (await c.call_tool("create_session", {})).data
+            for tool, args in (
+                ("remember", {"key": "a", "value": 1}),
+                ("recall", {"key": "a"}),
+                ("recall_many", {"keys": ["a", "b"]}),
+                ("forget", {"key": "a"}),
+                ("remember", {"key": "b", "value": 2}),
+                ("forget_all", {}),
+            ):
+                await c.call_tool(tool, {"session_id": sid, **args})
+            await c.call_tool("remember_mine", {"key": "k", "value": "v"})
+            await c.call_tool("recall_mine", {"key": "k"})
+            await c.call_tool("end_session", {"session_id": sid})
+
+    asyncio.run(main())
+
+
+def _cli(engine: LocalDynamoDB, table: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every command of ``python -m sessionstore`` that reads or creates the table."""
+    from sessionstore import cli
+
+    store = ss.SessionStore(ss.connect(engine.endpoint_url), table, ids=TenantIds("acme"))
+    sid = store.create_session(owner="alice", attributes={"t": 1}).session_id
+    store.activate(sid, owner="alice")
+    store.append_context(sid, ["m"], owner="alice")
+    store.record_tool_call(sid, "c", "tool", {}, None, 1, owner="alice")
+    monkeypatch.setenv("SESSIONSTORE_ENDPOINT_URL", engine.endpoint_url)
+    for args in (
+        ["create-table", "--table", table],
+        ["show", sid, "--table", table, "--owner", "alice"],
+        ["show", sid, "--table", table, "--owner", "alice", "--json"],
+        ["context", sid, "--table", table, "--owner", "alice"],
+        ["history", sid, "--table", table, "--owner", "alice"],
+    ):
+        assert cli.main(args) == 0, args
+
+
+def test_every_path_sends_only_what_the_policy_grants(
+    client: Any,
+    engine: LocalDynamoDB,
+    table: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Review: a tool call on an instance whose clock lagged the session's idle deadline sent
+    a ConditionCheck, which the policy did not grant: AccessDenied. Every request of every path
+    -- the store's methods, lagging clocks, MCP on both protocols with asks and answers,
+    FastMCP, the CLI -- recorded from every client, each transaction's members as their own
+    IAM actions."""
+    paths = [
+        lambda: _exercise(client, table, "acme"),
+        lambda: _lagging_clocks(client, table),
+        lambda: _mcp(engine, table),
+        lambda: _fastmcp(client, table),
+        lambda: _cli(engine, table, monkeypatch),
+    ]
+    with RequestLog.every_client(client) as log:
+        for path in paths:
+            before = log.count
+            path()
+            assert log.count > before  # its clients were recorded
+    capsys.readouterr()  # the CLI's tables
+    sent = log.iam_actions()
+    admin = {f"dynamodb:{a}" for a in ADMIN_ACTIONS}
+    # Granted: everything sent (or it is refused), and nothing more (least privilege).
+    assert sent - admin == _actions(_policy("iam-policy.json"))
+    assert sent & admin <= _actions(_policy("iam-admin-policy.json"))
 
 
 def test_policy_is_least_privilege_in_shape() -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -73,3 +75,30 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
 
 def test_package_is_typed() -> None:
     assert (ROOT / "sessionstore" / "py.typed").exists()
+
+
+def test_make_installs_the_build_requirements_it_builds_with() -> None:
+    """The Makefile builds the package without pip's isolated build environment (one install
+    fewer), so its own first step must install what the build system requires."""
+    install = (ROOT / "Makefile").read_text().split("define install_into", 1)[1]
+    install = install.split("endef", 1)[0]
+    assert "--no-build-isolation" in install
+    first = install.strip().splitlines()[0]
+    for requirement in _pyproject()["build-system"]["requires"]:
+        assert f'"{requirement}"' in first, (requirement, first)
+
+
+def test_make_lets_python_write_the_bytecode_it_compiles() -> None:
+    """Under ``make``, a PYTHONDONTWRITEBYTECODE from the environment is not passed on: every
+    process of the suite would otherwise compile again every module it imports."""
+    probe = 'probe: ; @echo "[$$PYTHONDONTWRITEBYTECODE]"'
+    done = subprocess.run(
+        ["make", "-s", "--no-print-directory", "--eval", probe, "probe"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.strip() == "[]", done.stdout

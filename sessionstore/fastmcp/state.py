@@ -28,6 +28,7 @@ from key_value.aio.protocols.key_value import AsyncKeyValue
 from key_value.aio.stores.memory import MemoryStore
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
+from .. import validate
 from ..aio import AsyncSessionStore
 from ..codec import JSON
 from ..errors import (
@@ -98,17 +99,8 @@ class StoreSessionState(SessionHandler):
             raise InvalidInput(
                 f"store must be an AsyncSessionStore or SessionStore, not {type(store).__name__}"
             )
-        for name, value in (("ttl_seconds", ttl_seconds), ("user_ttl_seconds", user_ttl_seconds)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidInput(f"{name} must be a positive int, got {value!r}")
-        if idle_seconds is not None and (
-            isinstance(idle_seconds, bool)
-            or not isinstance(idle_seconds, int)
-            or not 1 <= idle_seconds <= ttl_seconds
-        ):
-            raise InvalidInput(
-                f"idle_seconds must be None or an int in 1..ttl_seconds, got {idle_seconds!r}"
-            )
+        validate.ttl(ttl_seconds, idle_seconds)
+        validate.ttl(user_ttl_seconds, name="user_ttl_seconds")
         self.store = store
         self.ttl_seconds = ttl_seconds
         self.idle_seconds = idle_seconds

@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, CallToolRequestParams
 from pydantic import Field
 
+from .. import validate
 from ..aio import AsyncSessionStore
 from ..codec import JSON
 from ..errors import InvalidInput
@@ -91,19 +92,12 @@ class SessionStoreExtension(Extension):
     ) -> None:
         if not isinstance(store, AsyncSessionStore):
             raise InvalidInput("store must be an AsyncSessionStore")
-        for name, value in (
-            ("lease_seconds", lease_seconds),
-            ("default_ttl_seconds", default_ttl_seconds),
-            ("max_ttl_seconds", max_ttl_seconds),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidInput(f"{name} must be a positive int")
+        validate.ttl(lease_seconds, name="lease_seconds")
+        validate.ttl(max_ttl_seconds, name="max_ttl_seconds")
+        validate.ttl(default_ttl_seconds, name="default_ttl_seconds")
+        validate.optional_int_in("idle_seconds", idle_seconds, 1, validate.MAX_TTL_SECONDS)
         if default_ttl_seconds > max_ttl_seconds:
             raise InvalidInput("default_ttl_seconds must not exceed max_ttl_seconds")
-        if idle_seconds is not None and (
-            isinstance(idle_seconds, bool) or not isinstance(idle_seconds, int) or idle_seconds < 1
-        ):
-            raise InvalidInput("idle_seconds must be None or a positive int")
         for name, text in (
             ("open_tool", open_tool),
             ("close_tool", close_tool),

@@ -29,6 +29,7 @@ from mcp.server.request_state import RequestStateSecurity
 from mcp_types import ToolAnnotations
 from starlette.applications import Starlette
 
+from .. import validate
 from ..aio import AsyncSessionStore
 from ..errors import InvalidInput
 from ..store import SessionStore
@@ -226,6 +227,9 @@ def create_app(
     the client a request (sampling, elicitation) and waits at most ``answer_wait_seconds`` for
     the answer, which may reach any instance (``back_channel``; default 240 s, or 80 % of the
     extension's lease if that is shorter)."""
+    if answer_wait_seconds is not None:
+        wait, most = answer_wait_seconds, validate.MAX_TTL_SECONDS  # and under the lease: install
+        validate.seconds_in("answer_wait_seconds", wait, 0, most, above=True)
     app = server.streamable_http_app(stateless_http=True, host=host)
     extension = SessionStoreExtension.attached_to(server)
     if extension is not None:
@@ -269,7 +273,10 @@ class RunningServer:
 
     async def start(self, timeout: float = 10) -> RunningServer:
         family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on a connection whose socket says
+        # so. Without it an answer's body waited for the client's delayed ACK of its headers
+        # (about 40 ms a call on a kept-alive connection).
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self._host, self._port))
         sock.listen(128)
