@@ -32,7 +32,7 @@ import re
 import weakref
 from typing import Any
 
-from . import engine_results
+from . import engine_results, engine_updates
 from .engine_checks import _placeholders
 
 CACHE_SIZE = 1024
@@ -154,7 +154,6 @@ def _check_update_texts_once() -> None:
         self.item = item
         self.table = table
         self.processors = self.get_ast_processors()
-        self.node_to_validate = _clone(expression, expression.parent)
         self.sessionstore_source = expression  # the cached tree (moto validates a copy)
 
     def validate(self: Any) -> Any:
@@ -162,11 +161,18 @@ def _check_update_texts_once() -> None:
         words = _WORDS.get(source) if source is not None else None
         if words is None:
             return validate_all(self)  # a tree not from the cache: every check
-        key = _names_pattern(
-            words, self.expression_attribute_names or {}, self.table.table_key_attrs
-        )
+        names = self.expression_attribute_names
+        key = _names_pattern(words, names or {}, self.table.table_key_attrs)
         passed = _PASSED.setdefault(source, set())
-        node = self.node_to_validate
+        steps = engine_updates.plan(source) if key in passed else None
+        if steps is not None:  # the static checks passed for these names: one pass
+            try:
+                return engine_updates.validated(
+                    steps, names, self.expression_attribute_values, self.item, self.table
+                )
+            except engine_updates.Fallback:
+                pass  # moto's own walks decide (and raise what they raise)
+        node = self.node_to_validate = _clone(source, source.parent)
         for processor in self.processors:
             if type(processor).__name__ in _STATIC_CHECKS and key in passed:
                 continue
