@@ -62,7 +62,7 @@ def install() -> None:
 
 
 def _parse_updates_once() -> None:
-    from moto.dynamodb.parsing import expressions
+    from moto.dynamodb.parsing import ast_nodes, expressions
 
     parser: Any = expressions.UpdateExpressionParser  # type: ignore[attr-defined]
     make = parser.make
@@ -75,6 +75,22 @@ def _parse_updates_once() -> None:
         return made
 
     parser.make = classmethod(lambda _cls, text: tree(text))
+
+    # moto's handler lists a cached tree's placeholders per request: once per tree and kinds.
+    node_class: Any = ast_nodes.Node  # type: ignore[attr-defined]
+    find = node_class.find_clauses
+    found: weakref.WeakKeyDictionary[Any, dict[Any, list[Any]]] = weakref.WeakKeyDictionary()
+
+    def find_clauses(self: Any, clause_types: Any) -> list[Any]:
+        if self not in _WORDS:  # not a cached tree: it may change
+            return find(self, clause_types)
+        known = found.setdefault(self, {})
+        kinds = tuple(clause_types)
+        if kinds not in known:
+            known[kinds] = find(self, clause_types)
+        return list(known[kinds])
+
+    node_class.find_clauses = find_clauses
 
 
 def _parse_conditions_once() -> None:

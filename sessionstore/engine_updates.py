@@ -48,8 +48,20 @@ def plan(tree: Any) -> Plan | None:
         made: Plan | None = list(_actions(tree))
     except _Unplanned:
         made = None
+    if made is not None and _reserved(tree):
+        made = None  # moto refuses a reserved word as it reaches it: its walks decide
     _PLANS[tree] = made
     return made
+
+
+def _reserved(node: Any) -> bool:
+    """Whether the tree names an attribute by a reserved word (not through a placeholder)."""
+    from moto.dynamodb.parsing.reserved_keywords import ReservedKeywords
+
+    n = _nodes()
+    if type(node) is n.ExpressionAttribute:
+        return str(node.children[0]).upper() in ReservedKeywords.get_reserved_keywords()
+    return isinstance(node, n.Node) and any(_reserved(c) for c in node.children or ())
 
 
 def _nodes() -> Any:
@@ -134,16 +146,14 @@ def validated(steps: Plan, names: Any, values: Any, item: Any, table: Any) -> An
     """The validated tree moto's walks make of the planned tree for this request, or
     ``Fallback``. Reads ``item``, never changes it."""
     from moto.dynamodb.models.dynamo_type import DynamoType
-    from moto.dynamodb.parsing.validators import ExpressionPathResolver
 
     n = _nodes()
-    resolver = ExpressionPathResolver(names or {})
+    names = names or {}
     values = values or {}
     keys = set(table.attribute_keys) | {d["AttributeName"] for d in table.attr}
 
     def read(path: Any) -> Any:
-        found = resolver.resolve_expression_path_nodes(item, path.children)
-        return _MISSING if type(found) is n.NoneExistingPath else found.children[0]
+        return _resolve(n, item.attrs, path.children, names)[0]
 
     def evaluate(value: Any) -> Any:
         kind = value[0]
@@ -162,8 +172,8 @@ def validated(steps: Plan, names: Any, values: Any, item: Any, table: Any) -> An
     actions = []
     try:
         for kind, path, value in steps:
-            target = resolver.resolve_expression_path_nodes(item, path.children)
-            if type(target) is n.NoneExistingPath and not target.children[0]:
+            target, creatable = _resolve(n, item.attrs, path.children, names)
+            if target is _MISSING and not creatable:
                 raise Fallback  # a path moto cannot create: its error
             children = [path]
             if value is not None:
@@ -179,6 +189,30 @@ def validated(steps: Plan, names: Any, values: Any, item: Any, table: Any) -> An
     except Exception as exc:  # anything moto's walks would raise: they raise it
         raise Fallback from exc
     return _node(n.UpdateExpression, actions)
+
+
+def _resolve(n: Any, target: Any, parts: list[Any], names: Any) -> tuple[Any, bool]:
+    """moto's ``ExpressionPathResolver.resolve_expression_path_nodes``, without its nodes: the
+    value at the path, or ``_MISSING`` and whether the path could be created there."""
+    last = parts[-1]
+    for part in parts:
+        kind = type(part)
+        if kind is n.ExpressionPathDescender:
+            continue
+        if kind is n.ExpressionSelector:
+            if not target.is_list():
+                raise Fallback  # moto: an invalid document path
+            try:
+                target = target[part.children[0]]
+            except IndexError:
+                return _MISSING, part is last
+            continue
+        name = names[part.children[0]] if kind is n.ExpressionAttributeName else part.children[0]
+        try:
+            target = target[name]
+        except (KeyError, TypeError):
+            return _MISSING, part is last
+    return target, True
 
 
 def _node(kind: type, children: list[Any]) -> Any:

@@ -126,10 +126,14 @@ def size_items_like_dynamodb() -> None:
 
     moto checks in ``LimitedSizeDict.__setitem__`` (as an item is built or an update sets a
     top-level attribute), with DynamoDB's messages: only the count and the limit change, and a
-    new item is sized once, whole, not once per attribute.
+    new item is sized once, whole, not once per attribute. An update expression's item too is
+    sized once, after all its actions (nested ones included), not once per top-level ``SET``
+    (which re-walked the item each time: quadratic in actions); an update refused, for its size
+    or anything else, leaves the item as it was (moto left the actions before the refusal done).
     """
     from moto.dynamodb.exceptions import ItemSizeTooLarge
     from moto.dynamodb.models import dynamo_type
+    from moto.dynamodb.parsing import executors
 
     limited: Any = dynamo_type.LimitedSizeDict
     item_class: Any = dynamo_type.Item
@@ -151,8 +155,48 @@ def size_items_like_dynamodb() -> None:
         if _moto_item_size(self.attrs) > MAX_ITEM_BYTES:
             raise ItemSizeTooLarge
 
+    runner: Any = executors.UpdateExpressionExecutor
+    run_actions = runner.execute
+
+    def execute(self: Any, node: Any = None) -> None:
+        if node is not None:  # moto's recursion into the tree
+            return run_actions(self, node)
+        attrs = self.item.attrs
+        saved = _before_update(self.update_ast, attrs, self.expression_attribute_names or {})
+        building = _BUILDING.set(True)
+        try:
+            run_actions(self)
+            if _moto_item_size(attrs) > MAX_ITEM_BYTES:
+                raise ItemSizeTooLarge
+        except BaseException:
+            dict.clear(attrs)
+            dict.update(attrs, saved)
+            raise
+        finally:
+            _BUILDING.reset(building)
+        return None
+
     limited.__setitem__ = setitem
     item_class.__init__ = init
+    runner.execute = execute
+
+
+def _before_update(tree: Any, attrs: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """What puts ``attrs`` back as they are if the update ``tree`` (normalized: its actions are
+    its children) fails: the top-level attributes, and a copy of each one an action changes
+    inside (a nested path, or ``ADD``/``DELETE``, which change a set in place); a top-level
+    ``SET``/``REMOVE`` replaces a value, never changes it."""
+    import copy
+
+    saved = dict(attrs)
+    for action in tree.children or ():
+        parts = action.children[0].children
+        first = parts[0].children[0]
+        name = names.get(first, first) if type(parts[0]).__name__ == "ExpressionAttributeName" else first
+        plain = type(action).__name__ in ("UpdateExpressionSetAction", "UpdateExpressionRemoveAction")
+        if (len(parts) > 1 or not plain) and name in attrs and saved[name] is attrs[name]:
+            saved[name] = copy.deepcopy(attrs[name])
+    return saved
 
 
 @_once
