@@ -36,6 +36,8 @@ from . import engine_results, engine_updates
 from .engine_checks import _placeholders
 
 CACHE_SIZE = 1024
+#: Conditions bound to a request's own maps, kept for the request's other parses of them.
+BOUND_SIZE = 64
 _PLACEHOLDER_TYPE = "sessionstore:placeholder"
 #: The update checks of moto's that depend on the text, the names and the key alone.
 #: Per cached update tree: the words of its text; the name patterns whose static checks passed.
@@ -134,9 +136,21 @@ def _parse_conditions_once() -> None:
         op, names_found, values_found = template(text)
         self.expr_attr_names_found.extend(names_found)
         self.expr_attr_values_found.extend(values_found)
-        names = self.expression_attribute_names or {}
-        return bind(op, names, self.expression_attribute_values or {})
+        names = self.expression_attribute_names
+        values = self.expression_attribute_values
+        key = (text, id(names), id(values))
+        hit = bound.get(key)
+        if hit is not None and hit[0] is names and hit[1] is values:
+            return hit[2]  # this request's maps, bound already (its handler and backend parse)
+        made = bind(op, names or {}, values or {})
+        bound[key] = (names, values, made)  # holds the maps: their ids stay theirs
+        if len(bound) > BOUND_SIZE:
+            del bound[next(iter(bound))]
+        return made
 
+    # The same text with the same maps (the same objects: one request's), bound once. moto parses
+    # a request's condition two or three times; its conditions are read, never changed.
+    bound: dict[tuple[str, int, int], tuple[Any, Any, Any]] = {}
     parser_class.parse = parse_once
 
 
