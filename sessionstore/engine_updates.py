@@ -133,9 +133,9 @@ def _value(node: Any) -> Any:
         return ("value", node.children[0])
     if kind is n.UpdateExpressionPath:
         return ("path", _path(node))
-    if kind is n.UpdateExpressionFunction and len(node.children) == 3:
-        if node.children[0] == "if_not_exists":
-            return ("if_not_exists", _value(node.children[1]), _value(node.children[2]))
+    children = node.children
+    if kind is n.UpdateExpressionFunction and len(children) == 3 and children[0] == "if_not_exists":
+        return ("if_not_exists", _value(children[1]), _value(children[2]))
     raise _Unplanned
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
+from . import engine_backup
 from .sizing import MAX_ITEM_BYTES, number_size, text_size, value_size
 
 _LOCK = threading.RLock()
@@ -162,7 +163,9 @@ def size_items_like_dynamodb() -> None:
         if node is not None:  # moto's recursion into the tree
             return run_actions(self, node)
         attrs = self.item.attrs
-        saved = _before_update(self.update_ast, attrs, self.expression_attribute_names or {})
+        saved = engine_backup.before_update(
+            self.update_ast.children or (), attrs, self.expression_attribute_names
+        )
         building = _BUILDING.set(True)
         try:
             run_actions(self)
@@ -181,24 +184,6 @@ def size_items_like_dynamodb() -> None:
     runner.execute = execute
 
 
-def _before_update(tree: Any, attrs: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
-    """What puts ``attrs`` back as they are if the update ``tree`` (normalized: its actions are
-    its children) fails: the top-level attributes, and a copy of each one an action changes
-    inside (a nested path, or ``ADD``/``DELETE``, which change a set in place); a top-level
-    ``SET``/``REMOVE`` replaces a value, never changes it."""
-    import copy
-
-    saved = dict(attrs)
-    for action in tree.children or ():
-        parts = action.children[0].children
-        first = parts[0].children[0]
-        name = names.get(first, first) if type(parts[0]).__name__ == "ExpressionAttributeName" else first
-        plain = type(action).__name__ in ("UpdateExpressionSetAction", "UpdateExpressionRemoveAction")
-        if (len(parts) > 1 or not plain) and name in attrs and saved[name] is attrs[name]:
-            saved[name] = copy.deepcopy(attrs[name])
-    return saved
-
-
 @_once
 def transactions_by_item() -> None:
     """Make a TransactWriteItems cost what its items cost, not what the table holds. Idempotent;
@@ -209,8 +194,9 @@ def transactions_by_item() -> None:
     MCP tool call's claim -- got slower as the table grew (a few thousand items: tens of ms).
     Here the backup is of the items the actions name, and of how far each named table's stream
     went (the whole-table copy held the stream too: a cancelled transaction leaves no stream
-    records); moto's copies of a table are the table. A table is found as moto's actions find it,
-    by name or by ARN, so a write to a table named by its ARN is put back too.
+    records); an item's backup is ``engine_backup``'s, not a copy of it whole; moto's copies of a
+    table are the table. A table is found as moto's actions find it, by name or by ARN, so a
+    write to a table named by its ARN is put back too.
     """
     import copy
     from types import SimpleNamespace
@@ -228,6 +214,7 @@ def transactions_by_item() -> None:
 
     def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
         saved = []
+        places: set[tuple[int, Any, Any]] = set()
         # id(shard) -> (shard, its list of records, how many it held): put back by truncation.
         streams: dict[int, tuple[Any, list[Any], int]] = {}
         for action in transact_items:
@@ -244,17 +231,24 @@ def transactions_by_item() -> None:
             except Exception:
                 continue
             old = table.get_item(hash_key, range_key)
-            saved.append((table, hash_key, range_key, copy.deepcopy(old)))
+            place = (id(table), hash_key, range_key)
+            attrs = None if old is None else engine_backup.before_action(action, old.attrs)
+            if place in places or attrs is None:  # an item named twice: copy it whole
+                attrs = engine_backup.copied(old.attrs) if old is not None else None
+            places.add(place)
+            saved.append((table, hash_key, range_key, old, attrs))
         token = backing_up.set(True)
         try:
             original(self, transact_items)
         except BaseException:
-            for table, hash_key, range_key, old in reversed(saved):
+            for table, hash_key, range_key, old, attrs in reversed(saved):
                 items = table.items[hash_key] if range_key is not None else table.items
                 slot = range_key if range_key is not None else hash_key
                 if old is None:
                     items.pop(slot, None)
                 else:
+                    dict.clear(old.attrs)  # the item object itself, its attributes as they were
+                    dict.update(old.attrs, attrs)
                     items[slot] = old
             for shard, records, count in streams.values():
                 del records[count:]
@@ -281,10 +275,12 @@ def answer_like_dynamodb() -> None:
 
 @_once
 def answer_quickly() -> None:
-    """Parse each expression text once, not per request (``engine_cache``). Idempotent."""
+    """Parse each expression text once, not per request (``engine_cache``); copy an item only
+    where the copy is read (``engine_backup``). Idempotent."""
     from . import engine_cache
 
     engine_cache.install()
+    engine_backup.install()
 
 
 class LocalDynamoDB:
