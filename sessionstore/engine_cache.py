@@ -85,7 +85,8 @@ def _parse_updates_once() -> None:
 
     def find_clauses(self: Any, clause_types: Any) -> list[Any]:
         if self not in _WORDS:  # not a cached tree: it may change
-            return find(self, clause_types)
+            clauses: list[Any] = find(self, clause_types)
+            return clauses
         known = found.setdefault(self, {})
         kinds = tuple(clause_types)
         if kinds not in known:
@@ -187,7 +188,7 @@ def _check_update_texts_once() -> None:
         self.sessionstore_source = expression  # the cached tree (moto validates a copy)
 
     def validate(self: Any) -> Any:
-        source = getattr(self, "sessionstore_source", None)
+        source: Any = getattr(self, "sessionstore_source", None)
         words = _WORDS.get(source) if source is not None else None
         if words is None:
             return validate_all(self)  # a tree not from the cache: every check

@@ -218,6 +218,6 @@ def _resolve(n: Any, target: Any, parts: list[Any], names: Any) -> tuple[Any, bo
 def _node(kind: type, children: list[Any]) -> Any:
     """A node as moto's constructor makes it, without setting its children's parent: the
     paths are the cached tree's own, shared, read-only."""
-    made = object.__new__(kind)
+    made: Any = object.__new__(kind)
     made.__dict__.update(type=kind.__name__, children=children, parent=None)
     return made

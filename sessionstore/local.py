@@ -161,7 +161,8 @@ def size_items_like_dynamodb() -> None:
 
     def execute(self: Any, node: Any = None) -> None:
         if node is not None:  # moto's recursion into the tree
-            return run_actions(self, node)
+            run_actions(self, node)
+            return
         attrs = self.item.attrs
         saved = engine_backup.before_update(
             self.update_ast.children or (), attrs, self.expression_attribute_names
