@@ -199,7 +199,7 @@ def _check_update_texts_once() -> None:
         if steps is not None:  # the static checks passed for these names: one pass
             try:
                 return engine_updates.validated(
-                    steps, names, self.expression_attribute_values, self.item, self.table
+                    source, names, self.expression_attribute_values, self.item, self.table
                 )
             except engine_updates.Fallback:
                 pass  # moto's own walks decide (and raise what they raise)

@@ -142,8 +142,8 @@ def _value(node: Any) -> Any:
 _MISSING = object()
 
 
-def validated(steps: Plan, names: Any, values: Any, item: Any, table: Any) -> Any:
-    """The validated tree moto's walks make of the planned tree for this request, or
+def validated(tree: Any, names: Any, values: Any, item: Any, table: Any) -> Any:
+    """The validated tree moto's walks make of the planned ``tree`` for this request, or
     ``Fallback``. Reads ``item``, never changes it."""
     from moto.dynamodb.models.dynamo_type import DynamoType
 
@@ -169,6 +169,9 @@ def validated(steps: Plan, names: Any, values: Any, item: Any, table: Any) -> An
             raise Fallback
         return left + right if value[1] == "+" else left - right
 
+    steps = _PLANS[tree]
+    if steps is None:
+        raise Fallback
     actions = []
     try:
         for kind, path, value in steps:
@@ -188,7 +191,15 @@ def validated(steps: Plan, names: Any, values: Any, item: Any, table: Any) -> An
         raise
     except Exception as exc:  # anything moto's walks would raise: they raise it
         raise Fallback from exc
-    return _node(n.UpdateExpression, actions)
+    return _rebuilt(n, tree, iter(actions))
+
+
+def _rebuilt(n: Any, node: Any, actions: Any) -> Any:
+    """``node`` (a planned tree) with each action replaced by the next of ``actions``: the shape
+    moto's walks leave (its ``normalize`` then lists the actions)."""
+    if type(node) in _containers(n):
+        return _node(type(node), [_rebuilt(n, child, actions) for child in node.children or ()])
+    return next(actions)
 
 
 def _resolve(n: Any, target: Any, parts: list[Any], names: Any) -> tuple[Any, bool]:
