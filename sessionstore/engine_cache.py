@@ -60,6 +60,7 @@ def install() -> None:
     _check_update_texts_once()
     _traverse_cheaply()
     _list_modules_once()
+    _request_ids_cheaply()
     engine_results.install()
 
 
@@ -345,3 +346,24 @@ def _list_modules_once() -> None:
         return names
 
     handlers.method_names_from_class = method_names_from_class
+
+
+def _request_ids_cheaply() -> None:
+    """moto drew each request id's 52 characters one ``choice`` at a time: one ``choices``, from
+    the same seeded generator and alphabet."""
+    import string
+
+    from moto.core import responses
+    from moto.moto_api._internal import mock_random
+    from moto.utilities import aws_headers
+
+    alphabet = string.ascii_letters + string.digits
+
+    def request_id(headerdict: dict[str, Any] | None = None) -> str:
+        made = "".join(mock_random.choices(alphabet, k=52))
+        if isinstance(headerdict, dict):
+            headerdict.update({"x-amzn-requestid": made})
+        return made
+
+    aws_headers.gen_amzn_requestid_long = request_id
+    responses.gen_amzn_requestid_long = request_id  # type: ignore[attr-defined]

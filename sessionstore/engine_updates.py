@@ -28,6 +28,8 @@ from typing import Any
 Plan = list[tuple[Any, Any, Any]]
 #: The plan of each cached tree (None: a tree moto's own walks handle).
 _PLANS: weakref.WeakKeyDictionary[Any, Plan | None] = weakref.WeakKeyDictionary()
+#: The containers of each planned tree around its actions (``_shape``).
+_SHAPES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 class Fallback(Exception):
@@ -50,6 +52,8 @@ def plan(tree: Any) -> Plan | None:
         made = None
     if made is not None and _reserved(tree):
         made = None  # moto refuses a reserved word as it reaches it: its walks decide
+    if made is not None:
+        _SHAPES[tree] = _shape(tree, _containers(_nodes()))
     _PLANS[tree] = made
     return made
 
@@ -191,15 +195,23 @@ def validated(tree: Any, names: Any, values: Any, item: Any, table: Any) -> Any:
         raise
     except Exception as exc:  # anything moto's walks would raise: they raise it
         raise Fallback from exc
-    return _rebuilt(n, tree, iter(actions))
+    return _rebuilt(_SHAPES[tree], iter(actions))
 
 
-def _rebuilt(n: Any, node: Any, actions: Any) -> Any:
-    """``node`` (a planned tree) with each action replaced by the next of ``actions``: the shape
-    moto's walks leave (its ``normalize`` then lists the actions)."""
-    if type(node) in _containers(n):
-        return _node(type(node), [_rebuilt(n, child, actions) for child in node.children or ()])
-    return next(actions)
+def _shape(node: Any, containers: tuple[type, ...]) -> Any:
+    """The containers of a planned tree around its actions (None for an action)."""
+    if type(node) in containers:
+        return type(node), [_shape(child, containers) for child in node.children or ()]
+    return None
+
+
+def _rebuilt(shape: Any, actions: Any) -> Any:
+    """The tree of ``shape`` with the next of ``actions`` for each action: the shape moto's walks
+    leave (its ``normalize`` then lists the actions)."""
+    if shape is None:
+        return next(actions)
+    kind, children = shape
+    return _node(kind, [_rebuilt(child, actions) for child in children])
 
 
 def _resolve(n: Any, target: Any, parts: list[Any], names: Any) -> tuple[Any, bool]:
