@@ -27,6 +27,7 @@ raised again, each time).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import weakref
@@ -147,7 +148,9 @@ def _parse_conditions_once() -> None:
         made = bind(op, names or {}, values or {})
         bound[key] = (names, values, made)  # holds the maps: their ids stay theirs
         if len(bound) > BOUND_SIZE:
-            del bound[next(iter(bound))]
+            # the oldest; another thread of an unserialized engine may have taken it
+            with contextlib.suppress(KeyError, RuntimeError, StopIteration):
+                del bound[next(iter(bound))]
         return made
 
     # The same text with the same maps (the same objects: one request's), bound once. moto parses
