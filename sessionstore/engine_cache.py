@@ -27,15 +27,18 @@ raised again, each time).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import weakref
 from typing import Any
 
-from . import engine_results
+from . import engine_results, engine_updates
 from .engine_checks import _placeholders
 
 CACHE_SIZE = 1024
+#: Conditions bound to a request's own maps, kept for the request's other parses of them.
+BOUND_SIZE = 64
 _PLACEHOLDER_TYPE = "sessionstore:placeholder"
 #: The update checks of moto's that depend on the text, the names and the key alone.
 #: Per cached update tree: the words of its text; the name patterns whose static checks passed.
@@ -58,11 +61,12 @@ def install() -> None:
     _check_update_texts_once()
     _traverse_cheaply()
     _list_modules_once()
+    _request_ids_cheaply()
     engine_results.install()
 
 
 def _parse_updates_once() -> None:
-    from moto.dynamodb.parsing import expressions
+    from moto.dynamodb.parsing import ast_nodes, expressions
 
     parser: Any = expressions.UpdateExpressionParser  # type: ignore[attr-defined]
     make = parser.make
@@ -75,6 +79,23 @@ def _parse_updates_once() -> None:
         return made
 
     parser.make = classmethod(lambda _cls, text: tree(text))
+
+    # moto's handler lists a cached tree's placeholders per request: once per tree and kinds.
+    node_class: Any = ast_nodes.Node  # type: ignore[attr-defined]
+    find = node_class.find_clauses
+    found: weakref.WeakKeyDictionary[Any, dict[Any, list[Any]]] = weakref.WeakKeyDictionary()
+
+    def find_clauses(self: Any, clause_types: Any) -> list[Any]:
+        if self not in _WORDS:  # not a cached tree: it may change
+            clauses: list[Any] = find(self, clause_types)
+            return clauses
+        known = found.setdefault(self, {})
+        kinds = tuple(clause_types)
+        if kinds not in known:
+            known[kinds] = find(self, clause_types)
+        return list(known[kinds])
+
+    node_class.find_clauses = find_clauses
 
 
 def _parse_conditions_once() -> None:
@@ -118,9 +139,23 @@ def _parse_conditions_once() -> None:
         op, names_found, values_found = template(text)
         self.expr_attr_names_found.extend(names_found)
         self.expr_attr_values_found.extend(values_found)
-        names = self.expression_attribute_names or {}
-        return bind(op, names, self.expression_attribute_values or {})
+        names = self.expression_attribute_names
+        values = self.expression_attribute_values
+        key = (text, id(names), id(values))
+        hit = bound.get(key)
+        if hit is not None and hit[0] is names and hit[1] is values:
+            return hit[2]  # this request's maps, bound already (its handler and backend parse)
+        made = bind(op, names or {}, values or {})
+        bound[key] = (names, values, made)  # holds the maps: their ids stay theirs
+        if len(bound) > BOUND_SIZE:
+            # the oldest; another thread of an unserialized engine may have taken it
+            with contextlib.suppress(KeyError, RuntimeError, StopIteration):
+                del bound[next(iter(bound))]
+        return made
 
+    # The same text with the same maps (the same objects: one request's), bound once. moto parses
+    # a request's condition two or three times; its conditions are read, never changed.
+    bound: dict[tuple[str, int, int], tuple[Any, Any, Any]] = {}
     parser_class.parse = parse_once
 
 
@@ -154,19 +189,25 @@ def _check_update_texts_once() -> None:
         self.item = item
         self.table = table
         self.processors = self.get_ast_processors()
-        self.node_to_validate = _clone(expression, expression.parent)
         self.sessionstore_source = expression  # the cached tree (moto validates a copy)
 
     def validate(self: Any) -> Any:
-        source = getattr(self, "sessionstore_source", None)
+        source: Any = getattr(self, "sessionstore_source", None)
         words = _WORDS.get(source) if source is not None else None
         if words is None:
             return validate_all(self)  # a tree not from the cache: every check
-        key = _names_pattern(
-            words, self.expression_attribute_names or {}, self.table.table_key_attrs
-        )
+        names = self.expression_attribute_names
+        key = _names_pattern(words, names or {}, self.table.table_key_attrs)
         passed = _PASSED.setdefault(source, set())
-        node = self.node_to_validate
+        steps = engine_updates.plan(source) if key in passed else None
+        if steps is not None:  # the static checks passed for these names: one pass
+            try:
+                return engine_updates.validated(
+                    source, names, self.expression_attribute_values, self.item, self.table
+                )
+            except engine_updates.Fallback:
+                pass  # moto's own walks decide (and raise what they raise)
+        node = self.node_to_validate = _clone(source, source.parent)
         for processor in self.processors:
             if type(processor).__name__ in _STATIC_CHECKS and key in passed:
                 continue
@@ -308,3 +349,24 @@ def _list_modules_once() -> None:
         return names
 
     handlers.method_names_from_class = method_names_from_class
+
+
+def _request_ids_cheaply() -> None:
+    """moto drew each request id's 52 characters one ``choice`` at a time: one ``choices``, from
+    the same seeded generator and alphabet."""
+    import string
+
+    from moto.core import responses
+    from moto.moto_api._internal import mock_random
+    from moto.utilities import aws_headers
+
+    alphabet = string.ascii_letters + string.digits
+
+    def request_id(headerdict: dict[str, Any] | None = None) -> str:
+        made = "".join(mock_random.choices(alphabet, k=52))
+        if isinstance(headerdict, dict):
+            headerdict.update({"x-amzn-requestid": made})
+        return made
+
+    aws_headers.gen_amzn_requestid_long = request_id
+    responses.gen_amzn_requestid_long = request_id  # type: ignore[attr-defined]

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
+from . import engine_backup
 from .sizing import MAX_ITEM_BYTES, number_size, text_size, value_size
 
 _LOCK = threading.RLock()
@@ -126,10 +127,14 @@ def size_items_like_dynamodb() -> None:
 
     moto checks in ``LimitedSizeDict.__setitem__`` (as an item is built or an update sets a
     top-level attribute), with DynamoDB's messages: only the count and the limit change, and a
-    new item is sized once, whole, not once per attribute.
+    new item is sized once, whole, not once per attribute. An update expression's item too is
+    sized once, after all its actions (nested ones included), not once per top-level ``SET``
+    (which re-walked the item each time: quadratic in actions); an update refused, for its size
+    or anything else, leaves the item as it was (moto left the actions before the refusal done).
     """
     from moto.dynamodb.exceptions import ItemSizeTooLarge
     from moto.dynamodb.models import dynamo_type
+    from moto.dynamodb.parsing import executors
 
     limited: Any = dynamo_type.LimitedSizeDict
     item_class: Any = dynamo_type.Item
@@ -151,8 +156,33 @@ def size_items_like_dynamodb() -> None:
         if _moto_item_size(self.attrs) > MAX_ITEM_BYTES:
             raise ItemSizeTooLarge
 
+    runner: Any = executors.UpdateExpressionExecutor
+    run_actions = runner.execute
+
+    def execute(self: Any, node: Any = None) -> None:
+        if node is not None:  # moto's recursion into the tree
+            run_actions(self, node)
+            return
+        attrs = self.item.attrs
+        saved = engine_backup.before_update(
+            self.update_ast.children or (), attrs, self.expression_attribute_names
+        )
+        building = _BUILDING.set(True)
+        try:
+            run_actions(self)
+            if _moto_item_size(attrs) > MAX_ITEM_BYTES:
+                raise ItemSizeTooLarge
+        except BaseException:
+            dict.clear(attrs)
+            dict.update(attrs, saved)
+            raise
+        finally:
+            _BUILDING.reset(building)
+        return None
+
     limited.__setitem__ = setitem
     item_class.__init__ = init
+    runner.execute = execute
 
 
 @_once
@@ -165,8 +195,9 @@ def transactions_by_item() -> None:
     MCP tool call's claim -- got slower as the table grew (a few thousand items: tens of ms).
     Here the backup is of the items the actions name, and of how far each named table's stream
     went (the whole-table copy held the stream too: a cancelled transaction leaves no stream
-    records); moto's copies of a table are the table. A table is found as moto's actions find it,
-    by name or by ARN, so a write to a table named by its ARN is put back too.
+    records); an item's backup is ``engine_backup``'s, not a copy of it whole; moto's copies of a
+    table are the table. A table is found as moto's actions find it, by name or by ARN, so a
+    write to a table named by its ARN is put back too.
     """
     import copy
     from types import SimpleNamespace
@@ -184,6 +215,7 @@ def transactions_by_item() -> None:
 
     def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
         saved = []
+        places: set[tuple[int, Any, Any]] = set()
         # id(shard) -> (shard, its list of records, how many it held): put back by truncation.
         streams: dict[int, tuple[Any, list[Any], int]] = {}
         for action in transact_items:
@@ -200,17 +232,24 @@ def transactions_by_item() -> None:
             except Exception:
                 continue
             old = table.get_item(hash_key, range_key)
-            saved.append((table, hash_key, range_key, copy.deepcopy(old)))
+            place = (id(table), hash_key, range_key)
+            attrs = None if old is None else engine_backup.before_action(action, old.attrs)
+            if place in places or attrs is None:  # an item named twice: copy it whole
+                attrs = engine_backup.copied(old.attrs) if old is not None else None
+            places.add(place)
+            saved.append((table, hash_key, range_key, old, attrs))
         token = backing_up.set(True)
         try:
             original(self, transact_items)
         except BaseException:
-            for table, hash_key, range_key, old in reversed(saved):
+            for table, hash_key, range_key, old, attrs in reversed(saved):
                 items = table.items[hash_key] if range_key is not None else table.items
                 slot = range_key if range_key is not None else hash_key
                 if old is None:
                     items.pop(slot, None)
                 else:
+                    dict.clear(old.attrs)  # the item object itself, its attributes as they were
+                    dict.update(old.attrs, attrs)
                     items[slot] = old
             for shard, records, count in streams.values():
                 del records[count:]
@@ -237,10 +276,12 @@ def answer_like_dynamodb() -> None:
 
 @_once
 def answer_quickly() -> None:
-    """Parse each expression text once, not per request (``engine_cache``). Idempotent."""
+    """Parse each expression text once, not per request (``engine_cache``); copy an item only
+    where the copy is read (``engine_backup``). Idempotent."""
     from . import engine_cache
 
     engine_cache.install()
+    engine_backup.install()
 
 
 class LocalDynamoDB:

@@ -208,3 +208,13 @@ def test_every_type_comes_back_as_it_went_in(client: Any, table: str) -> None:
     deleted = client.delete_item(TableName=table, Key=_key("e"), ReturnValues="ALL_OLD")
     assert plain(deleted["Attributes"]) == {**VALUES, "added": Binary(b"\x03")}
     assert "Item" not in client.get_item(TableName=table, Key=_key("e"), ConsistentRead=True)
+
+
+def test_each_answer_carries_its_own_request_id(client: Any, table: str) -> None:
+    """moto's ids, drawn at once from its seeded generator: 52 letters and digits, one each."""
+    ids = [
+        client.get_item(TableName=table, Key=_key("id"))["ResponseMetadata"]["RequestId"]
+        for _ in range(20)
+    ]
+    assert len(set(ids)) == len(ids)
+    assert all(len(i) == 52 and i.isalnum() and i.isascii() for i in ids)
