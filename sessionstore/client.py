@@ -95,8 +95,8 @@ def connect(endpoint_url: str | None = None, *, max_attempts: int = 5, **client_
             kwargs.setdefault("aws_access_key_id", "sessionstore-local")
             kwargs.setdefault("aws_secret_access_key", "sessionstore-local")
     client = session.client("dynamodb", **kwargs)
-    if embedded:  # the engine runs in this process: its requests skip HTTP (engine_transport)
-        from .engine_transport import attach
+    if embedded:  # the engine runs in this process: its requests skip HTTP (engine.transport)
+        from .engine.transport import attach
 
         attach(client)
     return client

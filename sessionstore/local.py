@@ -21,7 +21,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
-from . import engine_backup
+from .engine import backup as engine_backup
 from .sizing import MAX_ITEM_BYTES, number_size, text_size, value_size
 
 _LOCK = threading.RLock()
@@ -195,7 +195,7 @@ def transactions_by_item() -> None:
     MCP tool call's claim -- got slower as the table grew (a few thousand items: tens of ms).
     Here the backup is of the items the actions name, and of how far each named table's stream
     went (the whole-table copy held the stream too: a cancelled transaction leaves no stream
-    records); an item's backup is ``engine_backup``'s, not a copy of it whole; moto's copies of a
+    records); an item's backup is ``engine.backup``'s, not a copy of it whole; moto's copies of a
     table are the table. A table is found as moto's actions find it, by name or by ARN, so a
     write to a table named by its ARN is put back too.
     """
@@ -266,9 +266,10 @@ def transactions_by_item() -> None:
 @_once
 def answer_like_dynamodb() -> None:
     """Make moto answer as DynamoDB does: a malformed request is a 400 ValidationException with
-    DynamoDB's message, never a 500 (``engine_checks``); a repeat of a ``TransactWriteItems``
-    under its ``ClientRequestToken`` is not applied again (``engine_tokens``). Idempotent."""
-    from . import engine_checks, engine_tokens
+    DynamoDB's message, never a 500 (``engine.checks``); a repeat of a ``TransactWriteItems``
+    under its ``ClientRequestToken`` is not applied again (``engine.tokens``). Idempotent."""
+    from .engine import checks as engine_checks
+    from .engine import tokens as engine_tokens
 
     engine_tokens.install()  # inside the checks: a malformed request is refused first
     engine_checks.install()
@@ -276,9 +277,9 @@ def answer_like_dynamodb() -> None:
 
 @_once
 def answer_quickly() -> None:
-    """Parse each expression text once, not per request (``engine_cache``); copy an item only
-    where the copy is read (``engine_backup``). Idempotent."""
-    from . import engine_cache
+    """Parse each expression text once, not per request (``engine.cache``); copy an item only
+    where the copy is read (``engine.backup``). Idempotent."""
+    from .engine import cache as engine_cache
 
     engine_cache.install()
     engine_backup.install()

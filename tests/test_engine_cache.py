@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from boto3.dynamodb.types import Binary
 
-from sessionstore import engine_cache
+from sessionstore.engine import cache as engine_cache
 
 UPDATE = "SET #a = :v, #b = :w"
 CONDITION = "(#c = :expected) AND (attribute_not_exists(#gone) OR size(#c) < :big)"

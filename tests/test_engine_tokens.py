@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import sessionstore as ss
-from sessionstore import engine_tokens
+from sessionstore.engine import tokens as engine_tokens
 from sessionstore.testing import Fault, FaultInjector, RequestLog
 
 

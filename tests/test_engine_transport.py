@@ -1,4 +1,4 @@
-"""The embedded engine without HTTP (``engine_transport``): the same answers, the same promises.
+"""The embedded engine without HTTP (``engine.transport``): the same answers, the same promises.
 
 A client attached to the engine in this process sends no HTTP, and gets what a client over HTTP
 gets: items, refusals with their ALL_OLD item, DynamoDB's 400s, a transaction's reasons, a lost
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import sessionstore as ss
-from sessionstore import engine_transport
+from sessionstore.engine import transport as engine_transport
 from sessionstore.schema import create_table
 from sessionstore.testing import Fault, FaultInjector, race
 

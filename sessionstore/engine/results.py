@@ -1,6 +1,6 @@
 """The embedded engine writes an item action's result to JSON itself, along its output shape.
 
-Layer: inside the embedded engine (``engine_cache.install`` installs it), where moto turns a
+Layer: inside the embedded engine (``cache.install`` installs it), where moto turns a
 DynamoDB action's result into the HTTP body. Why: moto's model-driven serializer looked every
 member of the output shape up under each of its aliases (snake case, capitalised...): most of
 the engine's time for a GetItem, and a large share of any request returning an item. The item

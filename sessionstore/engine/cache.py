@@ -19,7 +19,7 @@ expressions. What is reused is only what the text alone decides; nothing about a
   those checks can see of them). The tree remembers the patterns that passed. The checks that
   need the item or the values run every time.
 * moto's list of its own modules (read from disk on every request) is read once.
-* An item action's result is written to JSON directly (``engine_results``).
+* An item action's result is written to JSON directly (``results``).
 
 Every cache is bounded (``CACHE_SIZE`` texts); a text moto refuses is never cached (the refusal is
 raised again, each time).
@@ -33,8 +33,9 @@ import re
 import weakref
 from typing import Any
 
-from . import engine_results, engine_updates
-from .engine_checks import _placeholders
+from . import results as engine_results
+from . import updates as engine_updates
+from .checks import _placeholders
 
 CACHE_SIZE = 1024
 #: Conditions bound to a request's own maps, kept for the request's other parses of them.

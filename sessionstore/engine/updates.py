@@ -1,6 +1,6 @@
 """The embedded engine evaluates an update expression's values in one pass, planned once per text.
 
-Layer: inside the embedded engine (``engine_cache`` calls it from moto's update validator).
+Layer: inside the embedded engine (``cache`` calls it from moto's update validator).
 Why: moto validates an UpdateExpression by copying its whole tree, then walking the copy ten
 times (placeholders, paths, functions, missing paths, arithmetic, key checks...): a walk per
 node kind, each over every node, so a request cost the engine more with each action it carries,

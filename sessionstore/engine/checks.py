@@ -325,7 +325,7 @@ def install() -> None:
     from moto.dynamodb.responses import DynamoHandler
     from werkzeug.exceptions import HTTPException
 
-    from . import engine_keys
+    from . import keys as engine_keys
 
     for action, method_name in _METHODS.items():
         method = getattr(DynamoHandler, method_name)
