@@ -68,8 +68,7 @@ def call_fingerprint(tool_name: str, arguments: JSON) -> str:
     """What makes two deliveries "the same call": the tool and its arguments. ``InvalidInput``,
     before the claim, for arguments the completion could not write (NaN, ``1e400`` parsed as
     an infinity, a lone surrogate, too deep): such a call never runs."""
-    codec.encode(arguments, "arguments")
-    return codec.fingerprint(codec.encode(tool_name, "tool_name"), arguments)
+    return codec.fingerprint(codec.encode(tool_name, "tool_name"), arguments, what="arguments")
 
 
 class State(Enum):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from functools import partial
 
 from .errors import InvalidInput
@@ -49,14 +50,19 @@ def validate(value: object, what: str = "value", depth: int = 0) -> None:
 
 
 _EXACT = partial(json.dumps, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-_CANONICAL = partial(json.dumps, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+_CANONICAL = partial(_EXACT, sort_keys=True)
 
 
 def encode(value: JSON, what: str = "value") -> str:
     """Exact JSON text of ``value``; raises ``InvalidInput`` for anything JSON can't hold."""
+    return _written(_EXACT, value, what)
+
+
+def _written(dumps: Callable[[object], str], value: JSON, what: str) -> str:
+    """``dumps(value)``, refused (``InvalidInput``) wherever JSON text cannot hold ``value``."""
     validate(value, what)
     try:
-        text = _EXACT(value)
+        text = dumps(value)
     except (ValueError, TypeError, RecursionError) as exc:  # NaN, Infinity, an int past 4300 digits
         raise InvalidInput(f"{what} cannot be written as JSON: {exc}") from exc
     if not text.isascii():  # ASCII text holds no surrogate
@@ -77,11 +83,12 @@ def kept(value: JSON, what: str = "value") -> str:
         return encode({"unrecordable": why}, what)
 
 
-def fingerprint(name_text: str, *values: JSON) -> str:
-    """Digest of a tool name (already encoded) and payloads that ``encode`` accepted or
-    ``validate`` passed: key order ignored, number spelling kept (``1`` and ``1.0`` differ)."""
+def fingerprint(name_text: str, *values: JSON, what: str = "value") -> str:
+    """Digest of a tool name (already encoded) and payloads: key order ignored, number spelling
+    kept (``1`` and ``1.0`` differ). Refuses (``InvalidInput``) what ``encode`` refuses, so a
+    fingerprint is never taken of what could not be written."""
     h = hashlib.sha256(name_text.encode("utf-8"))
     for value in values:
         h.update(b"\x00")
-        h.update(_CANONICAL(value).encode("utf-8"))
+        h.update(_written(_CANONICAL, value, what).encode("utf-8"))
     return h.hexdigest()
