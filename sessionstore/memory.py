@@ -186,8 +186,7 @@ class Memory:
         copy = self.attributes.get(session_id)
         if copy is None or copy.guessed_by is None:
             return
-        if self.attributes.discard(session_id, copy):
-            self._replaced(session_id, copy)
+        self._drop(session_id, copy)
 
     def _judge_guess(self, session: Session) -> None:
         """The first item seen that names a guess's token settles it: confirmed if it shows
@@ -201,12 +200,9 @@ class Memory:
         if key(copy.guessed_by) not in session.write_tokens:
             return
         if copy.stored.rev == session.attributes_rev:
-            replaced = self.attributes.swap(
-                session.session_id, lambda old: Copy(copy.stored) if old is copy else old
-            )
-            self._replaced(session.session_id, replaced)
-        elif self.attributes.discard(session.session_id, copy):
-            self._replaced(session.session_id, copy)
+            self._confirm(session.session_id, copy)
+        else:
+            self._drop(session.session_id, copy)
 
     def current(self, session: Session) -> StoredAttributes | None:
         """The copy of ``session``'s attributes if it is of its incarnation and not older than
@@ -222,12 +218,19 @@ class Memory:
             return copy.stored
         if key(by) not in session.write_tokens:
             return None  # this rev may be another change's: read the item
-        confirmed = Copy(copy.stored)
-        replaced = self.attributes.swap(
-            session.session_id, lambda old: confirmed if old is copy else old
-        )
-        self._replaced(session.session_id, replaced)
+        self._confirm(session.session_id, copy)
         return copy.stored
+
+    def _confirm(self, session_id: str, guess: Copy) -> None:
+        """``guess`` is exact: kept as an exact copy, if it is still what is kept."""
+        confirmed = Copy(guess.stored)
+        replaced = self.attributes.swap(session_id, lambda old: confirmed if old is guess else old)
+        self._replaced(session_id, replaced)
+
+    def _drop(self, session_id: str, guess: Copy) -> None:
+        """``guess`` will not be confirmed: forgotten, if it is still what is kept."""
+        if self.attributes.discard(session_id, guess):
+            self._replaced(session_id, guess)
 
     def _replaced(self, session_id: str, old: Copy | None) -> None:
         """A guess no longer kept: its change's token is dead, the next write removes it."""
