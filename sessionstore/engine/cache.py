@@ -35,7 +35,7 @@ from typing import Any
 
 from . import results as engine_results
 from . import updates as engine_updates
-from .checks import _placeholders
+from .checks import placeholders
 
 CACHE_SIZE = 1024
 #: Conditions bound to a request's own maps, kept for the request's other parses of them.
@@ -113,7 +113,7 @@ def _parse_conditions_once() -> None:
 
     @functools.lru_cache(maxsize=CACHE_SIZE)
     def template(text: str) -> tuple[Any, list[str], list[str]]:
-        found = _placeholders(text)
+        found = placeholders(text)
         names = {t: t for t in found if t[0] == "#"}  # a path element "#..." is a placeholder
         values = {t: {_PLACEHOLDER_TYPE: t} for t in found if t[0] == ":"}
         parser = parser_class(text, names, values)

@@ -109,7 +109,7 @@ def check_action(action: str, body: Mapping[str, Any]) -> None:
         problem = _syntax(field, text)
         if problem:
             raise refusal(problem)
-        found = _placeholders(text)
+        found = placeholders(text)
         for token in found:
             if token[0] == "#" and token not in (names or {}):
                 raise refusal(
@@ -241,7 +241,7 @@ def _number_problem(text: Any) -> str | None:
 
 
 @functools.lru_cache(maxsize=_SYNTAX_CACHE)
-def _placeholders(text: str) -> tuple[str, ...]:
+def placeholders(text: str) -> tuple[str, ...]:
     """The placeholders of ``text``, each once, in order of first use."""
     return tuple(dict.fromkeys(_PLACEHOLDER.findall(text)))
 
@@ -262,7 +262,7 @@ def _syntax(field: str, text: str) -> str | None:
         if field == "UpdateExpression":
             UpdateExpressionParser.make(text)
         else:
-            found = _placeholders(text)
+            found = placeholders(text)
             names = {t: t[1:] for t in found if t[0] == "#"}
             values = {t: {"S": t} for t in found if t[0] == ":"}
             create_condition_expression_parser(text, names, values).parse()

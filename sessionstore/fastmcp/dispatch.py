@@ -40,7 +40,8 @@ HOOKED = {
     "end": "session_end",
 }
 #: The FastMCP releases this hook was written and tested against (the ``fastmcp`` extra's pin).
-TESTED = ((4, 2, 3), (4, 3, 0))  # >=4.2.3,<4.3
+TESTED = ((4, 2, 3), (4, 3, 0))
+_TESTED_SPEC = "fastmcp>=4.2.3,<4.3"  # ``TESTED``, as the requirement that pins it
 _install_lock = threading.Lock()
 _installed = False
 
@@ -103,7 +104,7 @@ def install() -> None:
         if missing:
             raise RuntimeError(
                 f"FastMCP {fastmcp_version()}'s Session lacks {missing}: sessionstore.fastmcp "
-                "was tested with fastmcp>=4.2.3,<4.3"
+                f"was tested with {_TESTED_SPEC}"
             )
         for name, served_by in HOOKED.items():
             setattr(Session, name, _dispatch(served_by, getattr(Session, name)))
@@ -144,7 +145,7 @@ def bypassed(key: str) -> RuntimeError:
     else:
         cause = (
             f"FastMCP {release} is not a version sessionstore.fastmcp was tested with "
-            "(fastmcp>=4.2.3,<4.3): its Session may reach the store by methods the hook does "
+            f"({_TESTED_SPEC}): its Session may reach the store by methods the hook does "
             f"not serve ({served}); install a tested FastMCP (the fastmcp extra)"
         )
     return RuntimeError(f"FastMCP session key {key[:40]!r}... reached the key-value store: {cause}")

@@ -227,9 +227,10 @@ def create_app(
     the client a request (sampling, elicitation) and waits at most ``answer_wait_seconds`` for
     the answer, which may reach any instance (``back_channel``; default 240 s, or 80 % of the
     extension's lease if that is shorter)."""
-    if answer_wait_seconds is not None:
-        wait, most = answer_wait_seconds, validate.MAX_TTL_SECONDS  # and under the lease: install
-        validate.seconds_in("answer_wait_seconds", wait, 0, most, above=True)
+    if answer_wait_seconds is not None:  # and under the extension's lease: checked at install
+        validate.seconds_in(
+            "answer_wait_seconds", answer_wait_seconds, 0, validate.MAX_TTL_SECONDS, above=True
+        )
     app = server.streamable_http_app(stateless_http=True, host=host)
     extension = SessionStoreExtension.attached_to(server)
     if extension is not None:
