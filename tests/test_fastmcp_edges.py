@@ -9,9 +9,7 @@ a bounded time. Faults are injected through botocore's hooks, time through the s
 from __future__ import annotations
 
 import asyncio
-import functools
 import threading
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -27,26 +25,11 @@ from sessionstore.testing import RequestLog
 from sessionstore.testing.faults import Fault, FaultInjector
 from sessionstore.testing.soak import scan_table as scan
 
+from .test_fastmcp import _sync
+
 PRINCIPAL = '["app","issuer","alice"]'
 OWNER = principal_owner(PRINCIPAL)
 BUCKET = store_session_id("_user", OWNER)
-
-
-def _sync(timeout: float) -> Callable[[Callable[..., Awaitable[None]]], Callable[..., None]]:
-    """A test written as a coroutine, run to the end in its own loop within ``timeout``."""
-
-    def decorate(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
-        @functools.wraps(test)
-        def run(*args: Any, **kwargs: Any) -> None:
-            async def bounded() -> None:
-                async with asyncio.timeout(timeout):
-                    await test(*args, **kwargs)
-
-            asyncio.run(bounded())
-
-        return run
-
-    return decorate
 
 
 def _state(client: Any, table: str, clock: ss.Clock | None = None, **kw: Any) -> StoreSessionState:
