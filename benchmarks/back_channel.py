@@ -23,11 +23,11 @@ from mcp_types import CreateMessageRequestParams, CreateMessageResult, TextConte
 
 import sessionstore as ss
 from sessionstore import asks, schema, sizing
+from sessionstore.conformance import fixtures as fx
 from sessionstore.local import LocalDynamoDB
 from sessionstore.mcp import RunningServer, create_app, create_server
 from sessionstore.retry import RetryPolicy
 from sessionstore.testing import RequestLog
-from sessionstore.testing import conformance as fx
 from sessionstore.testing.proxy import RoundRobinProxy
 
 TABLE = "bench-back-channel"

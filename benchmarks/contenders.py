@@ -76,7 +76,7 @@ from botocore.exceptions import ClientError
 import sessionstore as ss
 from sessionstore import schema
 from sessionstore.retry import RetryPolicy
-from sessionstore.testing import source_design
+from sessionstore.tutorial import source_design
 
 from .counting import CONDITION_FAILED, ThreadWrites, WireCounter
 

@@ -4,7 +4,7 @@ on the store, and the races, stock beside store-backed, from one run (part of ``
 Cost: FastMCP's own ``Session`` over ``StoreSessionState`` on the embedded engine, requests
 counted at botocore; write units computed from the items as stored (``sessionstore.sizing``:
 1 WCU per started KB, twice in a transaction; moto reports a flat figure), read units likewise.
-Races (``sessionstore.testing.fastmcp_race``, FastMCP's ``Client`` over HTTP on 127.0.0.1): 8
+Races (``sessionstore.tutorial.fastmcp_race``, FastMCP's ``Client`` over HTTP on 127.0.0.1): 8
 clients each set one key of one session at once, 20 rounds (160 keys), on one server and on two
 server processes sharing the table; ``end_session`` racing 4 sets, 20 rounds. Stock = FastMCP's own
 ``Session`` logic over an unconditional-put store (what py-key-value's ``DynamoDBStore`` does;
@@ -33,8 +33,8 @@ from sessionstore.fastmcp.demo import create_server
 from sessionstore.local import LocalDynamoDB
 from sessionstore.mcp import RunningServer
 from sessionstore.testing import RequestLog
-from sessionstore.testing.fastmcp_race import end_race, server_processes, set_race
-from sessionstore.testing.fastmcp_unconditional import UnconditionalPutStore
+from sessionstore.tutorial.fastmcp_race import end_race, server_processes, set_race
+from sessionstore.tutorial.unconditional import UnconditionalPutStore
 
 TABLE = "bench-fastmcp"
 

@@ -25,7 +25,7 @@ Phase 2, ``--metered`` more calls of each way (default 20): write and read units
 write touches is read before and after it by a separate observer client (moto reports a flat
 1 WCU / 0.5 RCU), as notebook 07 does. A separate phase because those reads slow the calls.
 Beside them, metered the same way: ``SessionStore.record_tool_call`` (no MCP) and the source
-design's ``recordToolCall`` (``sessionstore.testing.source_design``: one unguarded PutItem; a
+design's ``recordToolCall`` (``sessionstore.tutorial.source_design``: one unguarded PutItem; a
 repeat writes a second record).
 
 Counted over every store-backed call of the run: executions in the tool against distinct
@@ -65,8 +65,8 @@ from sessionstore.attributes import ATTRIBUTES_MAX_BYTES
 from sessionstore.local import LocalDynamoDB
 from sessionstore.mcp import RunningServer, SessionCalls, create_app, create_server, open_session
 from sessionstore.mcp import server as mcp_server
-from sessionstore.testing import RequestLog, source_design
-from sessionstore.tutorial import drop_table
+from sessionstore.testing import RequestLog
+from sessionstore.tutorial import drop_table, source_design
 
 from .report import update_block
 

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import sessionstore as ss
-from sessionstore.testing import source_design
+from sessionstore.tutorial import source_design
 
 from .contenders import (
     MOVES_PER_SESSION,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make conformance: the MCP conformance suite, per spec revision (`conformance server
 # --requirements REV`: exactly the scenarios REV requires, frozen at its release), against
-# `python -m sessionstore.mcp --conformance` -- one instance, then two instances on one engine
+# `python -m sessionstore.conformance` -- one instance, then two instances on one engine
 # behind the project's round-robin proxy (sessionstore/testing/proxy.py), so that consecutive
 # requests of one scenario land on different processes. Every call goes through the store.
 # Not part of `make test`: it needs npm and the network for the first install.
@@ -33,7 +33,7 @@ say() { echo "conformance: $*" >&2; }
 die() { say "error: $*"; exit 2; }
 
 # Scored scenarios a stateless, multi-instance server is expected to fail, per requirement set
-# (why: sessionstore/testing/conformance.py): a tool that sends the client a request mid-call.
+# (why: sessionstore/conformance/fixtures.py): a tool that sends the client a request mid-call.
 declare -A BASELINE=(
   [2025-11-25]=""
   [2026-07-28]=""
@@ -144,7 +144,7 @@ SESSIONSTORE_MCP_STATE_KEYS=$("$PY" -c 'import secrets; print(secrets.token_urls
 servers=()
 for name in a b; do  # one after the other: the first creates the table
   port=$(free_port)
-  "$PY" -m sessionstore.mcp --conformance --host 127.0.0.1 --port "$port" \
+  "$PY" -m sessionstore.conformance --host 127.0.0.1 --port "$port" \
     --endpoint-url "$endpoint" >"$work/server-$name.log" 2>&1 &
   pids+=($!)
   wait_listening "$!" "$port" "$work/server-$name.log" "server $name"

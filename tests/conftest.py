@@ -25,7 +25,7 @@ import sessionstore as ss
 from sessionstore.local import LocalDynamoDB
 from sessionstore.retry import RetryPolicy
 from sessionstore.testing import RequestLog
-from sessionstore.testing.soak import scan_table as scan
+from tests.support.soak import scan_table as scan
 
 ENDPOINT_VAR = "SESSIONSTORE_TEST_ENDPOINT_URL"
 OVERRIDE: str | None = os.environ.get(ENDPOINT_VAR) or None

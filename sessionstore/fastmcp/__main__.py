@@ -4,7 +4,7 @@ Layer: a runner for ``sessionstore.fastmcp.demo``. Why: "many instances" has to 
 too (the tests' two-process race, ``benchmarks.fastmcp``). It binds 127.0.0.1 only, port 0 picks
 a free port, and the first line it prints is ``listening <url>``; SIGTERM or SIGINT stops it.
 ``--state store`` keeps the sessions in the table (``StoreSessionState``); ``--state
-unconditional`` is the wrong way on purpose (``sessionstore.testing.fastmcp_unconditional``),
+unconditional`` is the wrong way on purpose (``sessionstore.tutorial.unconditional``),
 for comparison.
 """
 
@@ -14,25 +14,28 @@ import argparse
 import asyncio
 import signal
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import sessionstore as ss
 
 from ..aio import AsyncSessionStore
 from ..mcp import RunningServer
-from ..testing.fastmcp_unconditional import UnconditionalPutStore
 from . import StoreSessionState
 from .demo import create_server
 
+#: Builds the state store the server keeps FastMCP's sessions in: from the store and the options.
+StateFactory = Callable[[ss.SessionStore, argparse.Namespace], Any]
 
-async def serve(args: argparse.Namespace) -> None:
-    client = ss.connect(args.endpoint_url)
-    store = ss.SessionStore(client, args.table)
+
+def store_state(store: ss.SessionStore, args: argparse.Namespace) -> StoreSessionState:
+    return StoreSessionState(AsyncSessionStore(store), ttl_seconds=args.ttl, idle_seconds=args.idle)
+
+
+async def serve(args: argparse.Namespace, state_factory: StateFactory) -> None:
+    store = ss.SessionStore(ss.connect(args.endpoint_url), args.table)
     store.create_table()
-    state = (
-        StoreSessionState(AsyncSessionStore(store), ttl_seconds=args.ttl, idle_seconds=args.idle)
-        if args.state == "store"
-        else UnconditionalPutStore(client, args.table)
-    )
+    state = state_factory(store, args)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -42,16 +45,20 @@ async def serve(args: argparse.Namespace) -> None:
         await stop.wait()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sessionstore.fastmcp", description=__doc__)
+def main(
+    argv: list[str] | None = None,
+    *,
+    prog: str = "python -m sessionstore.fastmcp",
+    state: StateFactory = store_state,
+) -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--endpoint-url", default=None, help="default: as ss.connect() picks")
     parser.add_argument("--table", default="mcp-sessions")
-    parser.add_argument("--state", choices=("store", "unconditional"), default="store")
     parser.add_argument("--ttl", type=int, default=86400, help="a session's absolute cap (s)")
     parser.add_argument("--idle", type=int, default=3600, help="idle expiry (s)")
     args = parser.parse_args(argv)
-    asyncio.run(serve(args))
+    asyncio.run(serve(args, state))
     return 0
 
 

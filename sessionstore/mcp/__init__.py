@@ -11,8 +11,8 @@ Wire contract (keys, methods, error codes): ``sessionstore.mcp.protocol``.
 """
 
 from .client import SessionCalls, call_meta, close_session, open_session
-from .mcp_errors import to_mcp_error
-from .middleware import SessionStoreExtension
+from .errors import to_mcp_error
+from .extension import SessionStoreExtension
 from .protocol import CLOSE_METHOD, EXTENSION_ID, OPEN_METHOD, SESSION_ID_KEY, TOOL_CALL_ID_KEY
 from .server import RunningServer, create_app, create_server, request_state_security
 from .sessions import principal_owner

@@ -1,16 +1,17 @@
-"""python -m sessionstore.mcp [--port 8765] [--conformance]: the demo MCP server on 127.0.0.1.
+"""python -m sessionstore.mcp [--port 8765]: the demo MCP server on 127.0.0.1.
 
 Streamable HTTP at http://127.0.0.1:<port>/mcp, stateless, sessions in the table. The table is
 created if missing, on the endpoint sessionstore.connect() picks: the embedded engine unless
 SESSIONSTORE_ENDPOINT_URL or AWS_ENDPOINT_URL_DYNAMODB say otherwise. Several instances on one
-table need the same SESSIONSTORE_MCP_STATE_KEYS. --conformance adds the MCP conformance suite's
-fixtures (make conformance).
+table need the same SESSIONSTORE_MCP_STATE_KEYS. "python -m sessionstore.conformance" is the
+same server with the MCP conformance suite's fixtures added (make conformance).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 import uvicorn
 from botocore.exceptions import BotoCoreError, ClientError
@@ -19,7 +20,6 @@ from mcp.server.mcpserver import MCPServer
 from ..client import connect
 from ..errors import SessionStoreError
 from ..store import SessionStore
-from ..testing.conformance import add_conformance_fixtures
 from .server import _LOOPBACK, create_app, create_server
 from .sessions import DEFAULT_IDLE_SECONDS
 
@@ -30,9 +30,16 @@ from .sessions import DEFAULT_IDLE_SECONDS
 _STARTUP_ERRORS = (SessionStoreError, ClientError, BotoCoreError, ValueError, ImportError)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(
+    argv: list[str] | None = None,
+    *,
+    prog: str = "python -m sessionstore.mcp",
+    extend: Callable[[MCPServer], None] | None = None,
+) -> int:
+    """Parse ``argv``, build the server (``extend`` adds to it, as the conformance server's
+    fixtures do) and serve until stopped; a start-up error is one line and exit status 2."""
     parser = argparse.ArgumentParser(
-        prog="python -m sessionstore.mcp",
+        prog=prog,
         description=__doc__,  # plain text, shown as written
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -47,11 +54,6 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_IDLE_SECONDS,
         help="idle timeout of a session, seconds (default 1800, the SDK's; 0: none)",
     )
-    parser.add_argument(
-        "--conformance",
-        action="store_true",
-        help="also serve the MCP conformance suite's fixture tools, prompts and resources",
-    )
     args = parser.parse_args(argv)
     if args.host not in _LOOPBACK:
         parser.error("the demo server listens on loopback only (127.0.0.1, ::1, localhost)")
@@ -59,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--port must be in 0..65535")
     try:
         server = _build(args)
+        if extend is not None:
+            extend(server)
     except _STARTUP_ERRORS as exc:
         print(f"{parser.prog}: error: {_one_line(exc)}", file=sys.stderr, flush=True)
         return 2
@@ -77,8 +81,6 @@ def _build(args: argparse.Namespace) -> MCPServer:
     server = create_server(
         store, default_ttl_seconds=args.ttl, idle_seconds=args.idle or None, log_level="INFO"
     )
-    if args.conformance:
-        add_conformance_fixtures(server)
     return server
 
 

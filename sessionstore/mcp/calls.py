@@ -31,8 +31,8 @@ from ..codec import JSON
 from ..errors import SessionExpired, SessionStoreError
 from . import rounds
 from .claims import traced
+from .errors import as_mcp, to_mcp_error
 from .leases import Held, held_in
-from .mcp_errors import as_mcp, to_mcp_error
 from .protocol import REPLAYED_KEY, TOOL_CALL_IN_PROGRESS, TOOL_CALL_OUTCOME_UNKNOWN
 from .routing import Route
 from .sessions import Sessions
@@ -41,7 +41,7 @@ from .tool_session import ToolSession, as_current
 T = TypeVar("T")
 
 # The extension's parts log under its name, so one logger configures all of it.
-logger = logging.getLogger("sessionstore.mcp.middleware")
+logger = logging.getLogger("sessionstore.mcp.extension")
 
 
 @dataclass(frozen=True)

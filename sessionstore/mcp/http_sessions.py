@@ -46,7 +46,7 @@ from .back_channel import DEFAULT_WAIT_SECONDS, BackChannel
 from .protocol import SESSION_SCOPE_KEY
 
 if TYPE_CHECKING:
-    from .middleware import SessionStoreExtension
+    from .extension import SessionStoreExtension
 
 SESSION_HEADER: Final = b"mcp-session-id"
 _VERSION_HEADER: Final = b"mcp-protocol-version"

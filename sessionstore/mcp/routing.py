@@ -27,7 +27,7 @@ from ..ids import IdFactory
 from ..models import Session
 from . import rounds
 from .capabilities import check_client_capabilities
-from .mcp_errors import HOW_TO_OPEN, checked_id, meta_id
+from .errors import HOW_TO_OPEN, checked_id, meta_id
 from .protocol import SESSION_ID_KEY, SESSION_REQUIRED, SESSION_SCOPE_KEY, TOOL_CALL_ID_KEY
 from .sessions import principal_owner
 

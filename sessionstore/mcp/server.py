@@ -35,7 +35,7 @@ from ..errors import InvalidInput
 from ..store import SessionStore
 from ..telemetry import VERSION
 from . import http_sessions
-from .middleware import SessionStoreExtension
+from .extension import SessionStoreExtension
 from .protocol import SessionHandle
 from .sessions import DEFAULT_IDLE_SECONDS
 from .tool_session import current_session

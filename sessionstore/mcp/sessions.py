@@ -36,7 +36,7 @@ _TTL_CACHE_SIZE = 10_000
 DEFAULT_IDLE_SECONDS = 30 * 60
 
 # The extension's parts log under its name, so one logger configures all of it.
-logger = logging.getLogger("sessionstore.mcp.middleware")
+logger = logging.getLogger("sessionstore.mcp.extension")
 
 
 def principal_owner() -> str | None:
