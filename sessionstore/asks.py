@@ -72,9 +72,6 @@ class AskItem(Field):
     ANSWERED_AT = "answeredAt"  # set with the answer, kept once it is removed (``settle``)
 
 
-K = AskItem
-
-
 class Delivery(Enum):
     """What became of an answer."""
 
@@ -84,13 +81,13 @@ class Delivery(Enum):
 
 
 def ask_key(session_id: str, ask_id: str) -> dict[str, Any]:
-    return {K.PK: {"S": schema.pk(session_id)}, K.SK: {"S": schema.ask_sk(ask_id)}}
+    return {AskItem.PK: {"S": schema.pk(session_id)}, AskItem.SK: {"S": schema.ask_sk(ask_id)}}
 
 
 def open_until(now_ms: int) -> Condition:
     """The ask still takes an answer: it exists, was not answered, and its deadline is ahead."""
-    unanswered = absent(K.ANSWERED_AT)
-    ahead = clause("open_until", "{} > {}", Name(K.DEADLINE), Value(now_ms))
+    unanswered = absent(AskItem.ANSWERED_AT)
+    ahead = clause("open_until", "{} > {}", Name(AskItem.DEADLINE), Value(now_ms))
     return exists() & unanswered & ahead
 
 
@@ -107,12 +104,12 @@ class PutAsk(Plan[None]):
     def request(self, now_ms: int) -> dict[str, Any]:
         key = ask_key(self.session_id, self.ask_id)
         item: dict[str, Any] = {
-            K.PK: key[K.PK]["S"],
-            K.SK: key[K.SK]["S"],
-            K.METHOD: self.method,
-            K.ASKED_AT: format_timestamp(now_ms),
-            K.DEADLINE: self.deadline_ms,
-            K.TTL: -(-self.deadline_ms // 1000),
+            AskItem.PK: key[AskItem.PK]["S"],
+            AskItem.SK: key[AskItem.SK]["S"],
+            AskItem.METHOD: self.method,
+            AskItem.ASKED_AT: format_timestamp(now_ms),
+            AskItem.DEADLINE: self.deadline_ms,
+            AskItem.TTL: -(-self.deadline_ms // 1000),
         }
         return put_item(self.table, item_to_wire(item), absent())
 
@@ -123,7 +120,7 @@ class PutAsk(Plan[None]):
         # The id is fresh: the item there is this ask's own attempt, landed before a lost
         # response, unless the id factory repeats itself.
         assert isinstance(failure, ConditionFailed)
-        if failure.old is not None and failure.old.get(K.METHOD) == self.method:
+        if failure.old is not None and failure.old.get(AskItem.METHOD) == self.method:
             return None
         raise DynamoDBError("ConditionalCheckFailedException", f"ask id {self.ask_id!r} in use")
 
@@ -138,7 +135,9 @@ class PutAnswer(Plan[Delivery]):
     operation: ClassVar[str] = "update_item"
 
     def request(self, now_ms: int) -> dict[str, Any]:
-        update = assign(K.ANSWER, self.answer) + assign(K.ANSWERED_AT, format_timestamp(now_ms))
+        update = assign(AskItem.ANSWER, self.answer) + assign(
+            AskItem.ANSWERED_AT, format_timestamp(now_ms)
+        )
         key = ask_key(self.session_id, self.ask_id)
         return update_item(self.table, key, update, open_until(now_ms), returns=None)
 
@@ -148,10 +147,10 @@ class PutAnswer(Plan[Delivery]):
     def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Delivery:
         assert isinstance(failure, ConditionFailed)
         old = failure.old
-        if old is None or K.ANSWERED_AT not in old:
+        if old is None or AskItem.ANSWERED_AT not in old:
             return Delivery.UNKNOWN  # never asked, deleted, or past its deadline unanswered
         # Ours, landed before a lost response, or an earlier copy of the same POST: taken.
-        return Delivery.TAKEN if old.get(K.ANSWER) == self.answer else Delivery.REPEATED
+        return Delivery.TAKEN if old.get(AskItem.ANSWER) == self.answer else Delivery.REPEATED
 
 
 def ask(
@@ -169,7 +168,7 @@ def ask(
 def settle(backend: Backend, session_id: str, ask_id: str) -> None:
     """Remove the answer the asker has read (the ask stays answered): one UpdateItem."""
     key = ask_key(session_id, validate_id(ask_id, "ask_id"))
-    request = update_item(backend.table, key, remove(Name(K.ANSWER)), exists(), returns=None)
+    request = update_item(backend.table, key, remove(Name(AskItem.ANSWER)), exists(), returns=None)
     with suppress(ConditionFailed):  # gone already (TTL): nothing to remove
         backend.send("update_item", request)
 
@@ -193,9 +192,9 @@ def poll(backend: Backend, session_id: str, ask_id: str, owner: str | None) -> s
     found: str | None = None
     meta: dict[str, Any] | None = None
     for item in backend.query(schema.pk(session_id), sk, schema.META_SK):
-        if item[K.SK] == sk:
-            found = item.get(K.ANSWER)
-        elif item[K.SK] == schema.META_SK:
+        if item[AskItem.SK] == sk:
+            found = item.get(AskItem.ANSWER)
+        elif item[AskItem.SK] == schema.META_SK:
             meta = item
     session = live(session_id, meta, owner, backend.now_ms() // 1000)
     if found is None and session.status is not Status.ACTIVE:

@@ -72,8 +72,8 @@ from .errors import (
 from .item import ATTRIBUTES_MAX_BYTES as ATTRIBUTES_MAX_BYTES  # its bound, here too
 from .item import (
     EMPTY_MAP_BYTES,
-    A,
-    M,
+    AttributesItem,
+    Meta,
     attributes_item,
     attributes_size,
     owned,
@@ -131,12 +131,12 @@ class AttributesEdit:
     incarnation: str
 
     def update(self) -> Update:
-        rev = Name(M.ATTRS_REV)
+        rev = Name(Meta.ATTRS_REV)
         return set_("attrs_rev_up", "{} = {} + {}", rev, rev, Value(1))
 
     def condition(self) -> Condition:
-        not_closed = clause("not_closed", "{} <> {}", Name(M.STATUS), Value(Status.CLOSED.value))
-        return not_closed & equals(M.INCARNATION, self.incarnation)
+        not_closed = clause("not_closed", "{} <> {}", Name(Meta.STATUS), Value(Status.CLOSED.value))
+        return not_closed & equals(Meta.INCARNATION, self.incarnation)
 
     def token_value(self, now_s: int) -> Clause:
         return write_tokens.stamp(now_s)
@@ -201,15 +201,15 @@ class AttributesWrite(Plan[Changed]):
 
     def _attributes_action(self) -> dict[str, Any]:
         edit, table = self.edit, self.meta.table
-        ours = equals(A.INCARNATION, edit.incarnation)
+        ours = equals(AttributesItem.INCARNATION, edit.incarnation)
         if self.whole is not None:
             # Still the item the whole map was computed from.
             if self.whole_rev is None:
-                unchanged = absent(A.PK) | ~ours
+                unchanged = absent(AttributesItem.PK) | ~ours
             else:
-                unchanged = equals(A.REV, self.whole_rev)
+                unchanged = equals(AttributesItem.REV, self.whole_rev)
             return {"Put": put_item(table, item_to_wire(self.whole), unchanged)}
-        counted, rev = Name(A.BYTES), Name(A.REV)
+        counted, rev = Name(AttributesItem.BYTES), Name(AttributesItem.REV)
         update = Update()
         for name, text in edit.changes.items():
             update += set_("attribute", "{} = {}", Name(name, free=True), Value(text))
@@ -222,14 +222,16 @@ class AttributesWrite(Plan[Changed]):
             Value(edit.added),
         )
         update += set_("rev_up", "{} = if_not_exists({}, {}) + {}", rev, rev, Value(0), Value(1))
-        update += set_("incarnation", "{} = {}", Name(A.INCARNATION), Value(edit.incarnation))
-        update += set_("ttl", "{} = {}", Name(A.TTL), Value(self.ttl))
+        update += set_(
+            "incarnation", "{} = {}", Name(AttributesItem.INCARNATION), Value(edit.incarnation)
+        )
+        update += set_("ttl", "{} = {}", Name(AttributesItem.TTL), Value(self.ttl))
         if edit.remove:
             update += remove(*(Name(name, free=True) for name in edit.remove))
         # None yet (this update creates it), or this session's with room for what this write
         # adds, whatever it replaces.
         room = clause("room", "{} <= {}", counted, Value(ATTRIBUTES_MAX_BYTES - edit.added))
-        condition = absent(A.PK) | (ours & room)
+        condition = absent(AttributesItem.PK) | (ours & room)
         key = schema.attrs_key(edit.session_id)
         return {"Update": update_item(table, key, update, condition, returns=None)}
 
@@ -245,12 +247,12 @@ class AttributesWrite(Plan[Changed]):
             if (
                 old is not None
                 and owned(old, self.meta.owner)
-                and old.get(M.INCARNATION) != self.edit.incarnation
+                and old.get(Meta.INCARNATION) != self.edit.incarnation
             ):
                 # The session was created again since this change was built: change that one.
-                edit = dataclasses.replace(self.edit, incarnation=str(old[M.INCARNATION]))
+                edit = dataclasses.replace(self.edit, incarnation=str(old[Meta.INCARNATION]))
                 meta = dataclasses.replace(self.meta, edit=edit)
-                return Again(AttributesWrite(meta, int(old[M.TTL])))
+                return Again(AttributesWrite(meta, int(old[Meta.TTL])))
             verdict = self.meta.refused(ConditionFailed(old, failure.ambiguous), now_ms)
             if isinstance(verdict, Again):
                 assert isinstance(verdict.plan, MetadataWrite)

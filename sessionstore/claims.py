@@ -53,7 +53,7 @@ from .errors import ItemTooLarge, SessionExpired, ToolCallConflict
 from .ids import validate_id
 from .memory import Memory
 from .models import ToolCallRecord
-from .tool_calls import C, CallState, call_item, call_key, record_from_item, state_of
+from .tool_calls import CallItem, CallState, call_item, call_key, record_from_item, state_of
 from .wire import Cancelled, ConditionFailed
 
 R = TypeVar("R")
@@ -96,15 +96,15 @@ class Claim:
 
     @classmethod
     def from_item(cls, item: Item) -> Claim:
-        lease = item.get(C.LEASE_UNTIL)
+        lease = item.get(CallItem.LEASE_UNTIL)
         return cls(
-            session_id=item[C.SESSION_ID],
-            tool_call_id=item[C.TOOL_CALL_ID],
-            tool_name=item[C.TOOL_NAME],
-            fingerprint=item[C.FINGERPRINT],
-            token=item.get(C.CLAIM_TOKEN),
+            session_id=item[CallItem.SESSION_ID],
+            tool_call_id=item[CallItem.TOOL_CALL_ID],
+            tool_name=item[CallItem.TOOL_NAME],
+            fingerprint=item[CallItem.FINGERPRINT],
+            token=item.get(CallItem.CLAIM_TOKEN),
             lease_until_ms=None if lease is None else int(lease),
-            ttl=int(item[C.TTL]),
+            ttl=int(item[CallItem.TTL]),
         )
 
 
@@ -135,8 +135,11 @@ def _standing(existing: Item, held: Claim, round_number: int, now_ms: int) -> Ou
     not run: finished, suspended after that very round, running, or of unknown outcome."""
     if state_of(existing) is CallState.RECORDED:
         return Outcome(State.RECORDED, held, record_from_item(existing))
-    if C.SUSPENDED in existing and int(existing.get(C.SUSPENDED_ROUND, 0)) == round_number:
-        return Outcome(State.SUSPENDED, held, suspended=str(existing[C.SUSPENDED]))
+    if (
+        CallItem.SUSPENDED in existing
+        and int(existing.get(CallItem.SUSPENDED_ROUND, 0)) == round_number
+    ):
+        return Outcome(State.SUSPENDED, held, suspended=str(existing[CallItem.SUSPENDED]))
     if held.lease_until_ms is not None and now_ms < held.lease_until_ms:
         return Outcome(State.IN_PROGRESS, held)
     return Outcome(State.UNKNOWN, held)
@@ -144,12 +147,12 @@ def _standing(existing: Item, held: Claim, round_number: int, now_ms: int) -> Ou
 
 def still_claimed(claim: Claim) -> Condition:
     """The call is claimed, by ``claim`` (its token), and not completed yet."""
-    return equals(C.CLAIM_TOKEN, claim.token) & equals(C.STATE, CLAIMED)
+    return equals(CallItem.CLAIM_TOKEN, claim.token) & equals(CallItem.STATE, CLAIMED)
 
 
 def round_is(number: int) -> Condition:
     """A multi-round-trip call is at round ``number`` (the first: no round yet)."""
-    return absent(C.ROUND) if number == 1 else equals(C.ROUND, number)
+    return absent(CallItem.ROUND) if number == 1 else equals(CallItem.ROUND, number)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +171,7 @@ class CompleteToolCall(Plan[None]):
         update = Update()
         for name, value in self.fields.items():
             update += assign(name, value)
-        update += remove(Name(C.LEASE_UNTIL))
+        update += remove(Name(CallItem.LEASE_UNTIL))
         key = call_key(self.claim.session_id, self.claim.tool_call_id)
         return update_item(self.table, key, update, still_claimed(self.claim), returns=None)
 
@@ -178,7 +181,10 @@ class CompleteToolCall(Plan[None]):
     def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> None:
         assert isinstance(failure, ConditionFailed)
         old = failure.old or {}
-        if old.get(C.CLAIM_TOKEN) == self.claim.token and old.get(C.STATE) == RECORDED:
+        if (
+            old.get(CallItem.CLAIM_TOKEN) == self.claim.token
+            and old.get(CallItem.STATE) == RECORDED
+        ):
             return None  # our own completion landed; its response was lost
         # TTL removed the claim (the session's time ran out while the tool ran), or the id was
         # taken again, which only an expired item allows: this incarnation is over.
@@ -205,10 +211,10 @@ class StartRound(Plan[Item | None]):
     def request(self, now_ms: int) -> dict[str, Any]:
         # The previous round's suspension is no longer an answer: the client has moved on.
         update = (
-            assign(C.ROUND, self.round)
-            + assign(C.ROUND_TOKEN, self.delivery)
-            + assign(C.LEASE_UNTIL, now_ms + self.lease_ms)
-            + remove(Name(C.SUSPENDED), Name(C.SUSPENDED_ROUND))
+            assign(CallItem.ROUND, self.round)
+            + assign(CallItem.ROUND_TOKEN, self.delivery)
+            + assign(CallItem.LEASE_UNTIL, now_ms + self.lease_ms)
+            + remove(Name(CallItem.SUSPENDED), Name(CallItem.SUSPENDED_ROUND))
         )
         live = tool_calls.call_live(now_ms // 1000)
         condition = still_claimed(self.claim) & live & round_is(self.round - 1)
@@ -221,7 +227,7 @@ class StartRound(Plan[Item | None]):
     def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Item | None:
         assert isinstance(failure, ConditionFailed)
         old = failure.old or {}
-        return None if old.get(C.ROUND_TOKEN) == self.delivery else old  # None: ours, landed
+        return None if old.get(CallItem.ROUND_TOKEN) == self.delivery else old  # None: ours, landed
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +244,9 @@ class SuspendRound(Plan[None]):
     operation: ClassVar[str] = "update_item"
 
     def request(self, now_ms: int) -> dict[str, Any]:
-        update = assign(C.SUSPENDED, self.answer) + assign(C.SUSPENDED_ROUND, self.round)
+        update = assign(CallItem.SUSPENDED, self.answer) + assign(
+            CallItem.SUSPENDED_ROUND, self.round
+        )
         condition = still_claimed(self.claim) & round_is(self.round)
         key = call_key(self.claim.session_id, self.claim.tool_call_id)
         return update_item(self.table, key, update, condition, returns=None)
@@ -272,7 +280,7 @@ def _drive_result(
     arguments, output, duration_ms = result
     i, o = codec.kept(arguments, "input"), codec.kept(output, "output")
     forms = ((i, o), (_too_large(i), o), (_too_large(i), _too_large(o)))
-    at, limit = held[C.CALLED_AT], backend.item_size_limit
+    at, limit = held[CallItem.CALLED_AT], backend.item_size_limit
     fields = [tool_calls.recorded_fields(*form, duration_ms, at) for form in forms]
     fitting = [f for f in fields if tool_calls.record_size({**held, **f}, limit) is None]
     assert fitting, "a record without its input and output always fits"
@@ -307,7 +315,11 @@ def claim(
     token, now_ms = backend.token(), backend.now_ms()
     at = format_timestamp(now_ms)
     item = call_item(session_id, tool_call_id, tool_name, fingerprint, at, ttl)
-    item |= {C.STATE: CLAIMED, C.CLAIM_TOKEN: token, C.LEASE_UNTIL: now_ms + lease_ms}
+    item |= {
+        CallItem.STATE: CLAIMED,
+        CallItem.CLAIM_TOKEN: token,
+        CallItem.LEASE_UNTIL: now_ms + lease_ms,
+    }
     plan = tool_calls.PutToolCall(backend.table, session_id, owner, item, exact_ttl=True)
     put = backend.drive(plan, f"claim of tool call {tool_call_id!r} of session {session_id!r}")
     if put.learnt is not None:
@@ -330,7 +342,7 @@ def start_round(
     if held is None:
         return Outcome(State.CLAIMED, claimed)
     now_ms = backend.now_ms()
-    if held.get(C.CLAIM_TOKEN) != claimed.token or int(held[C.TTL]) <= now_ms // 1000:
+    if held.get(CallItem.CLAIM_TOKEN) != claimed.token or int(held[CallItem.TTL]) <= now_ms // 1000:
         raise SessionExpired(claimed.session_id, claimed.ttl)
     return _standing(held, Claim.from_item(held), round_number, now_ms)
 

@@ -57,14 +57,14 @@ from .errors import (
     Unavailable,
 )
 from .ids import MAX_TOKEN_LENGTH
-from .item import M
+from .item import Meta
 from .memory import Memory
 from .models import Session, Status
 from .wire import Cancelled, ConditionFailed, send_by
 from .write_tokens import SEQ_SPAN, key, token_seq, token_time
 
 
-class P(Field):
+class PageItem(Field):
     """A page item's attributes (they count in every page's size)."""
 
     PK = "pk"
@@ -110,13 +110,13 @@ def page_item(
 ) -> dict[str, Any]:
     """The page item, low-level."""
     return {
-        P.PK: {"S": schema.pk(session_id)},
-        P.SK: {"S": schema.page_sk(first + len(messages) - 1)},
-        P.FIRST: {"N": str(first)},
-        P.MESSAGES: {"L": [{"S": m} for m in messages]},
-        P.TTL: {"N": str(ttl)},
-        P.TOKEN: {"S": token},
-        P.INCARNATION: {"S": incarnation},
+        PageItem.PK: {"S": schema.pk(session_id)},
+        PageItem.SK: {"S": schema.page_sk(first + len(messages) - 1)},
+        PageItem.FIRST: {"N": str(first)},
+        PageItem.MESSAGES: {"L": [{"S": m} for m in messages]},
+        PageItem.TTL: {"N": str(ttl)},
+        PageItem.TOKEN: {"S": token},
+        PageItem.INCARNATION: {"S": incarnation},
     }
 
 
@@ -135,24 +135,24 @@ class AppendEdit:
     delay_s: int = 0  # ``stated_delay``: how much later than now the entry states
 
     def update(self) -> Update:
-        count, size = Name(M.MESSAGE_COUNT), Name(M.CONTEXT_BYTES)
+        count, size = Name(Meta.MESSAGE_COUNT), Name(Meta.CONTEXT_BYTES)
         return set_("reserve", "{} = {} + {}", count, count, Value(self.count)) + set_(
             "count_bytes", "{} = {} + {}", size, size, Value(self.added)
         )
 
     def condition(self) -> Condition:
-        active = clause("status_is", "{} = {}", Name(M.STATUS), Value(Status.ACTIVE.value))
+        active = clause("status_is", "{} = {}", Name(Meta.STATUS), Value(Status.ACTIVE.value))
         room = clause(
-            "room", "{} <= {}", Name(M.MESSAGE_COUNT), Value(self.max_messages - self.count)
+            "room", "{} <= {}", Name(Meta.MESSAGE_COUNT), Value(self.max_messages - self.count)
         ) & clause(
-            "room_bytes", "{} <= {}", Name(M.CONTEXT_BYTES), Value(self.max_bytes - self.added)
+            "room_bytes", "{} <= {}", Name(Meta.CONTEXT_BYTES), Value(self.max_bytes - self.added)
         )
         return active & room
 
     def token_value(self, now_s: int) -> Clause:
         # The count before this write is the first seq it reserves (SET reads the old item).
         stated = (now_s + self.delay_s) * SEQ_SPAN
-        return Clause("reservation", "{} + {}", (Name(M.MESSAGE_COUNT), Value(stated)))
+        return Clause("reservation", "{} + {}", (Name(Meta.MESSAGE_COUNT), Value(stated)))
 
     def judge(self, current: Session) -> Session | None:
         if current.status is not Status.ACTIVE:
@@ -194,11 +194,13 @@ class WritePage(Plan[None]):
                 "stored by this attempt",
                 maybe_applied=False,
             )
-        incarnation = self.item[P.INCARNATION]["S"]
+        incarnation = self.item[PageItem.INCARNATION]["S"]
         free = (
-            absent(P.PK)
-            | clause("ttl_passed", "{} <= {}", Name(P.TTL), Value(now_ms // 1000))
-            | clause("other_incarnation", "{} <> {}", Name(P.INCARNATION), Value(incarnation))
+            absent(PageItem.PK)
+            | clause("ttl_passed", "{} <= {}", Name(PageItem.TTL), Value(now_ms // 1000))
+            | clause(
+                "other_incarnation", "{} <> {}", Name(PageItem.INCARNATION), Value(incarnation)
+            )
         )
         return put_item(self.table, self.item, free)
 
@@ -208,13 +210,13 @@ class WritePage(Plan[None]):
     def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> None:
         assert isinstance(failure, ConditionFailed)
         old = failure.old
-        if old is not None and old.get(P.TOKEN) == self.token:
+        if old is not None and old.get(PageItem.TOKEN) == self.token:
             return None  # our lost attempt had landed
         # A live page under a seq the metadata item gave us: something wrote outside the store.
         raise DynamoDBError(
             "ConditionalCheckFailedException",
-            f"page {self.item[P.SK]['S']!r} of session {self.session_id!r} is held by another "
-            f"write (token {None if old is None else old.get(P.TOKEN)!r})",
+            f"page {self.item[PageItem.SK]['S']!r} of session {self.session_id!r} is held by "
+            f"another write (token {None if old is None else old.get(PageItem.TOKEN)!r})",
         )
 
 
@@ -352,14 +354,17 @@ def read_context(
     reserved = session.message_count
     expected = start + 1  # the seq the next page should start at
     for item in page_items:
-        if int(item[P.TTL]) <= now_s or item.get(P.INCARNATION) != session.incarnation:
+        if (
+            int(item[PageItem.TTL]) <= now_s
+            or item.get(PageItem.INCARNATION) != session.incarnation
+        ):
             continue
-        first = int(item[P.FIRST])
+        first = int(item[PageItem.FIRST])
         if first >= reserved:
             return  # reserved after the metadata item was read: not in this snapshot
         if first > expected and any(expected <= r < first for r in recent):
             return  # an append in flight: what follows the hole waits for it
-        messages = item[P.MESSAGES]
+        messages = item[PageItem.MESSAGES]
         for seq, text in enumerate(messages, first):
             if start < seq < reserved:
                 yield seq, text
@@ -373,7 +378,7 @@ def recent_reservations(item: dict[str, Any], now_s: int) -> list[int]:
     horizon = now_s - IN_FLIGHT_S
     return [
         token_seq(v)
-        for value in item[M.TOKENS].values()
+        for value in item[Meta.TOKENS].values()
         if (v := int(value)) >= SEQ_SPAN and token_time(v) > horizon
     ]
 

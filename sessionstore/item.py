@@ -66,10 +66,8 @@ class Meta(Field):
     TOKENS = "tk"
 
 
-M = Meta  # short, for the clauses below and the pattern modules'
-
 _STATUS = {s.value: s for s in Status}
-_FIELDS = frozenset(Meta) - {M.PK, M.SK, M.OWNER, M.IDLE_FROM}
+_FIELDS = frozenset(Meta) - {Meta.PK, Meta.SK, Meta.OWNER, Meta.IDLE_FROM}
 
 
 def session_from_item(
@@ -82,29 +80,30 @@ def session_from_item(
     if missing:
         raise DynamoDBError(
             "UnexpectedItem",
-            f"metadata item {item.get(M.PK)!r} lacks {sorted(missing)}: not written by this store",
+            f"metadata item {item.get(Meta.PK)!r} lacks {sorted(missing)}: "
+            "not written by this store",
         )
-    ttl = int(item[M.TTL])
-    idle = int(item[M.IDLE])
-    created_s = parse_timestamp(item[M.CREATED_AT]) // 1000
+    ttl = int(item[Meta.TTL])
+    idle = int(item[Meta.IDLE])
+    created_s = parse_timestamp(item[Meta.CREATED_AT]) // 1000
     return Session(
-        session_id=item[M.SESSION_ID],
-        version=int(item[M.VERSION]),
-        status=_STATUS[item[M.STATUS]],
-        owner=item.get(M.OWNER),
-        created_at=item[M.CREATED_AT],
-        updated_at=item[M.UPDATED_AT],
+        session_id=item[Meta.SESSION_ID],
+        version=int(item[Meta.VERSION]),
+        status=_STATUS[item[Meta.STATUS]],
+        owner=item.get(Meta.OWNER),
+        created_at=item[Meta.CREATED_AT],
+        updated_at=item[Meta.UPDATED_AT],
         ttl=ttl,
-        message_count=int(item[M.MESSAGE_COUNT]),
-        context_bytes=int(item[M.CONTEXT_BYTES]),
-        incarnation=item[M.INCARNATION],
+        message_count=int(item[Meta.MESSAGE_COUNT]),
+        context_bytes=int(item[Meta.CONTEXT_BYTES]),
+        incarnation=item[Meta.INCARNATION],
         attributes=attributes if attributes is not None else Attributes(),
         attribute_bytes=attribute_bytes,
-        write_tokens={k: int(v) for k, v in item[M.TOKENS].items()},
-        attributes_rev=int(item[M.ATTRS_REV]),
+        write_tokens={k: int(v) for k, v in item[Meta.TOKENS].items()},
+        attributes_rev=int(item[Meta.ATTRS_REV]),
         # An idle period as long as the whole ttl can never end the session first: fixed.
         idle_seconds=idle if idle < ttl - created_s else None,
-        idle_until=int(item[M.IDLE_UNTIL]),
+        idle_until=int(item[Meta.IDLE_UNTIL]),
     )
 
 
@@ -124,30 +123,30 @@ def new_item(
     and the first idle deadline (a fixed-ttl session: its ttl in seconds, and the cap), which
     counts from its creation (``idleFrom``)."""
     item: dict[str, Any] = {
-        M.PK: schema.pk(session_id),
-        M.SK: schema.META_SK,
-        M.SESSION_ID: session_id,
-        M.VERSION: 1,
-        M.STATUS: Status.INITIALIZING.value,
-        M.CREATED_AT: stamp,
-        M.UPDATED_AT: stamp,
-        M.TTL: ttl,
-        M.IDLE: idle,
-        M.IDLE_UNTIL: idle_until,
-        M.IDLE_FROM: parse_timestamp(stamp) // 1000,
-        M.INCARNATION: token,
-        M.MESSAGE_COUNT: 0,
-        M.CONTEXT_BYTES: 0,
-        M.ATTRS_REV: attrs_rev,
-        M.TOKENS: {key(token): token_value},
+        Meta.PK: schema.pk(session_id),
+        Meta.SK: schema.META_SK,
+        Meta.SESSION_ID: session_id,
+        Meta.VERSION: 1,
+        Meta.STATUS: Status.INITIALIZING.value,
+        Meta.CREATED_AT: stamp,
+        Meta.UPDATED_AT: stamp,
+        Meta.TTL: ttl,
+        Meta.IDLE: idle,
+        Meta.IDLE_UNTIL: idle_until,
+        Meta.IDLE_FROM: parse_timestamp(stamp) // 1000,
+        Meta.INCARNATION: token,
+        Meta.MESSAGE_COUNT: 0,
+        Meta.CONTEXT_BYTES: 0,
+        Meta.ATTRS_REV: attrs_rev,
+        Meta.TOKENS: {key(token): token_value},
     }
     if owner is not None:
-        item[M.OWNER] = owner
+        item[Meta.OWNER] = owner
     return item
 
 
 def owned(item: Mapping[str, Any], owner: str | None) -> bool:
-    return item.get(M.OWNER) == owner
+    return item.get(Meta.OWNER) == owner
 
 
 # ---------------------------------------------------------------------------- its guards
@@ -156,17 +155,17 @@ def owned(item: Mapping[str, Any], owner: str | None) -> bool:
 def owned_by(owner: str | None) -> Condition:
     """The item belongs to ``owner`` (None: to nobody)."""
     if owner is None:
-        return clause("unowned", "attribute_not_exists({})", Name(M.OWNER))
-    return clause("owned_by", "{} = {}", Name(M.OWNER), Value(owner))
+        return clause("unowned", "attribute_not_exists({})", Name(Meta.OWNER))
+    return clause("owned_by", "{} = {}", Name(Meta.OWNER), Value(owner))
 
 
 def alive(owner: str | None, now_s: int) -> Condition:
     """The session item exists, has not expired -- neither its cap ``ttl`` nor its idle
     deadline ``idleUntil`` has passed -- and belongs to ``owner``."""
     return (
-        clause("exists", "attribute_exists({})", Name(M.PK))
-        & clause("before_ttl", "{} > {}", Name(M.TTL), Value(now_s))
-        & clause("not_idle", "{} > {}", Name(M.IDLE_UNTIL), Value(now_s))
+        clause("exists", "attribute_exists({})", Name(Meta.PK))
+        & clause("before_ttl", "{} > {}", Name(Meta.TTL), Value(now_s))
+        & clause("not_idle", "{} > {}", Name(Meta.IDLE_UNTIL), Value(now_s))
         & owned_by(owner)
     )
 
@@ -184,11 +183,11 @@ def idle_moved(now_s: int) -> tuple[Update, Condition]:
     that second: writers on one clock read it at T.999 and T+1.000 and land in either order
     (under load a request waits in the queue), and neither is refused for it."""
     now = Value(now_s)
-    update = set_("idle_until", "{} = {} + {}", Name(M.IDLE_UNTIL), Name(M.IDLE), now) + set_(
-        "idle_from", "{} = {}", Name(M.IDLE_FROM), now
+    update = set_("idle_until", "{} = {} + {}", Name(Meta.IDLE_UNTIL), Name(Meta.IDLE), now) + set_(
+        "idle_from", "{} = {}", Name(Meta.IDLE_FROM), now
     )
     latest = Value(now_s + IDLE_SKEW_S)
-    return update, ~clause("idle_from_later", "{} > {}", Name(M.IDLE_FROM), latest)
+    return update, ~clause("idle_from_later", "{} > {}", Name(Meta.IDLE_FROM), latest)
 
 
 #: How far (seconds) ``idleFrom`` may be past a writer's clock and the writer still moves the
@@ -199,7 +198,7 @@ IDLE_SKEW_S = 1
 def idle_ahead(item: Mapping[str, Any] | None, now_s: int) -> bool:
     """The item's idle deadline counts from later than ``now_s`` by more than ``IDLE_SKEW_S``:
     moving it would shorten it more than writers on one clock may."""
-    return item is not None and int(item.get(M.IDLE_FROM, 0)) > now_s + IDLE_SKEW_S
+    return item is not None and int(item.get(Meta.IDLE_FROM, 0)) > now_s + IDLE_SKEW_S
 
 
 def live(session_id: str, item: Mapping[str, Any] | None, owner: str | None, now_s: int) -> Session:
@@ -219,7 +218,7 @@ def live(session_id: str, item: Mapping[str, Any] | None, owner: str | None, now
 # (the reserved names keep them apart from these fields), changed by ``attributes``.
 
 
-class A(Field):
+class AttributesItem(Field):
     """The attributes item's own fields (``attributes``' table); every other is a name."""
 
     PK = "pk"
@@ -247,12 +246,12 @@ def attributes_item(
     """The attributes item holding exactly ``attrs`` (python-typed)."""
     return {
         **attrs,
-        A.PK: schema.pk(session_id),
-        A.SK: schema.ATTRS_SK,
-        A.INCARNATION: incarnation,
-        A.REV: rev,
-        A.BYTES: attributes_size(attrs),
-        A.TTL: ttl,
+        AttributesItem.PK: schema.pk(session_id),
+        AttributesItem.SK: schema.ATTRS_SK,
+        AttributesItem.INCARNATION: incarnation,
+        AttributesItem.REV: rev,
+        AttributesItem.BYTES: attributes_size(attrs),
+        AttributesItem.TTL: ttl,
     }
 
 
@@ -261,10 +260,10 @@ def stored(item: Mapping[str, Any] | None) -> StoredAttributes | None:
     if item is None:
         return None
     return StoredAttributes(
-        item[A.INCARNATION],
-        int(item[A.REV]),
-        Attributes({k: v for k, v in item.items() if k not in frozenset(A)}),
-        int(item[A.BYTES]),
+        item[AttributesItem.INCARNATION],
+        int(item[AttributesItem.REV]),
+        Attributes({k: v for k, v in item.items() if k not in frozenset(AttributesItem)}),
+        int(item[AttributesItem.BYTES]),
     )
 
 

@@ -29,7 +29,7 @@ from .backend import Backend, Plan
 from .claims import Claim, round_is, still_claimed
 from .conditions import Name, Value, assign, clause, update_item
 from .memory import Memory
-from .tool_calls import C, call_key
+from .tool_calls import CallItem, call_key
 from .wire import Cancelled, ConditionFailed
 
 
@@ -46,7 +46,7 @@ class RenewLease(Plan[int | None]):
     operation: ClassVar[str] = "update_item"
 
     def request(self, now_ms: int) -> dict[str, Any]:
-        running = clause("lease_running", "{} > {}", Name(C.LEASE_UNTIL), Value(now_ms))
+        running = clause("lease_running", "{} > {}", Name(CallItem.LEASE_UNTIL), Value(now_ms))
         condition = (
             still_claimed(self.claim)
             & round_is(self.round)
@@ -54,7 +54,7 @@ class RenewLease(Plan[int | None]):
             & tool_calls.call_live(now_ms // 1000)
         )
         key = call_key(self.claim.session_id, self.claim.tool_call_id)
-        update = assign(C.LEASE_UNTIL, now_ms + self.lease_ms)
+        update = assign(CallItem.LEASE_UNTIL, now_ms + self.lease_ms)
         return update_item(self.table, key, update, condition, returns=None)
 
     def succeeded(self, response: dict[str, Any], now_ms: int) -> int | None:

@@ -40,8 +40,8 @@ from .conditions import (
 from .errors import DynamoDBError, InvalidInput, InvalidTransition, SessionAlreadyExists
 from .item import (
     EMPTY_MAP_BYTES,
-    A,
-    M,
+    AttributesItem,
+    Meta,
     alive,
     attributes_item,
     idle_ahead,
@@ -74,15 +74,15 @@ def status_in(*statuses: Status) -> Condition:
     """The session's status is one of ``statuses`` (none: refused, and the refusal reports the
     current status)."""
     if not statuses:
-        return absent(M.PK)
+        return absent(Meta.PK)
     marks = ", ".join("{}" for _ in statuses)
     return clause(
-        "status_in", f"{{}} IN ({marks})", Name(M.STATUS), *(Value(s.value) for s in statuses)
+        "status_in", f"{{}} IN ({marks})", Name(Meta.STATUS), *(Value(s.value) for s in statuses)
     )
 
 
 def status_is(status: Status) -> Condition:
-    return clause("status_is", "{} = {}", Name(M.STATUS), Value(status.value))
+    return clause("status_is", "{} = {}", Name(Meta.STATUS), Value(status.value))
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +96,8 @@ class StatusEdit:
     ttl: int | None = None  # a new ttl (epoch seconds), set by the same write
 
     def update(self) -> Update:
-        update = assign(M.STATUS, self.to.value)
-        return update if self.ttl is None else update + assign(M.TTL, self.ttl)
+        update = assign(Meta.STATUS, self.to.value)
+        return update if self.ttl is None else update + assign(Meta.TTL, self.ttl)
 
     def condition(self) -> Condition:
         return status_in(*sources(self.to))
@@ -163,9 +163,13 @@ class CloseAndExpire(Plan[None]):
         update, condition = self.meta.parts(now_ms)
         table, session_id = self.meta.table, self.meta.session_id
         meta = update_item(table, schema.meta_key(session_id), update, condition, returns=None)
-        attrs = assign(A.TTL, self.expire_at)
+        attrs = assign(AttributesItem.TTL, self.expire_at)
         # An item this creates is complete, and no session's (``attributes``' reader skips it).
-        for field, value in ((A.REV, 0), (A.BYTES, EMPTY_MAP_BYTES), (A.INCARNATION, "")):
+        for field, value in (
+            (AttributesItem.REV, 0),
+            (AttributesItem.BYTES, EMPTY_MAP_BYTES),
+            (AttributesItem.INCARNATION, ""),
+        ):
             attrs += set_(
                 field, "{} = if_not_exists({}, {})", Name(field), Name(field), Value(value)
             )
@@ -218,7 +222,7 @@ class CreateSession(Plan[None]):
     operation: ClassVar[str] = "put_item"
 
     def request(self, now_ms: int) -> dict[str, Any]:
-        put = put_item(self.table, self.item, absent(M.PK))
+        put = put_item(self.table, self.item, absent(Meta.PK))
         if self.attributes is None:
             return put
         # Unconditional: an earlier session's attributes item (TTL deletes late) is replaced.

@@ -35,7 +35,7 @@ from .errors import (
     TokensFull,
     VersionConflict,
 )
-from .item import M, alive, idle_ahead, idle_moved, live, owned, session_from_item
+from .item import Meta, alive, idle_ahead, idle_moved, live, owned, session_from_item
 from .memory import Memory
 from .models import Session
 from .wire import Cancelled, ConditionFailed, to_python
@@ -45,12 +45,12 @@ def version_is(version: int | None) -> Condition:
     """Pinned to ``version``, or -- None -- last writer wins: no condition."""
     if version is None:
         return TRUE
-    return clause("version_is", "{} = {}", Name(M.VERSION), Value(version))
+    return clause("version_is", "{} = {}", Name(Meta.VERSION), Value(version))
 
 
 def version_up() -> Update:
     """In every write to the metadata item."""
-    return set_("version_up", "{} = {} + {}", Name(M.VERSION), Name(M.VERSION), Value(1))
+    return set_("version_up", "{} = {} + {}", Name(Meta.VERSION), Name(Meta.VERSION), Value(1))
 
 
 class Edit(Protocol):
@@ -107,7 +107,7 @@ class MetadataWrite(Plan[Wrote]):
         gone = self.removed(now_s)
         update = (
             self.edit.update()
-            + set_("updated_at", "{} = {}", Name(M.UPDATED_AT), Value(format_timestamp(now_ms)))
+            + set_("updated_at", "{} = {}", Name(Meta.UPDATED_AT), Value(format_timestamp(now_ms)))
             + version_up()
             + write_tokens.name_token(self.token, self.edit.token_value(now_s), gone)
         )

@@ -47,7 +47,7 @@ from .conditions import (
 )
 from .errors import DynamoDBError, InvalidInput, ItemTooLarge, SessionNotActive, ToolCallConflict
 from .ids import MAX_ID_LENGTH, validate_id
-from .item import WIDEST_TTL, M, alive, idle_ahead, idle_moved, live, session_from_item
+from .item import WIDEST_TTL, Meta, alive, idle_ahead, idle_moved, live, session_from_item
 from .lifecycle import status_is
 from .memory import Memory
 from .models import Session, Status, ToolCallRecord
@@ -79,9 +79,6 @@ class CallItem(Field):
     SUSPENDED_ROUND = "suspendedRound"  # the round that answer belongs to
 
 
-C = CallItem  # short, for the clauses and plans below and ``claims``'
-
-
 class CallState(Enum):
     """Where a call item stands."""
 
@@ -90,7 +87,15 @@ class CallState(Enum):
 
 
 _STATES = {s.value: s for s in CallState}
-_FIELDS = frozenset({C.SESSION_ID, C.TOOL_CALL_ID, C.TOOL_NAME, C.FINGERPRINT, C.TTL})
+_FIELDS = frozenset(
+    {
+        CallItem.SESSION_ID,
+        CallItem.TOOL_CALL_ID,
+        CallItem.TOOL_NAME,
+        CallItem.FINGERPRINT,
+        CallItem.TTL,
+    }
+)
 
 
 def call_item(
@@ -99,19 +104,22 @@ def call_item(
     """What every call item holds (python-typed); a state and its fields are added to it.
     ``fingerprint``: a repeat of the request gets the stored answer, another is a conflict."""
     return {
-        C.PK: schema.pk(session_id),
-        C.SK: schema.tool_sk(tool_call_id),
-        C.SESSION_ID: session_id,
-        C.TOOL_CALL_ID: tool_call_id,
-        C.TOOL_NAME: tool_name,
-        C.FINGERPRINT: fingerprint,
-        C.CALLED_AT: called_at,
-        C.TTL: ttl,
+        CallItem.PK: schema.pk(session_id),
+        CallItem.SK: schema.tool_sk(tool_call_id),
+        CallItem.SESSION_ID: session_id,
+        CallItem.TOOL_CALL_ID: tool_call_id,
+        CallItem.TOOL_NAME: tool_name,
+        CallItem.FINGERPRINT: fingerprint,
+        CallItem.CALLED_AT: called_at,
+        CallItem.TTL: ttl,
     }
 
 
 def call_key(session_id: str, tool_call_id: str) -> dict[str, Any]:
-    return {C.PK: {"S": schema.pk(session_id)}, C.SK: {"S": schema.tool_sk(tool_call_id)}}
+    return {
+        CallItem.PK: {"S": schema.pk(session_id)},
+        CallItem.SK: {"S": schema.tool_sk(tool_call_id)},
+    }
 
 
 def recorded_fields(
@@ -119,34 +127,36 @@ def recorded_fields(
 ) -> dict[str, Any]:
     """The fields a recorded call adds to its item (python-typed)."""
     return {
-        C.STATE: CallState.RECORDED.value,
-        C.INPUT: input_text,
-        C.OUTPUT: output_text,
-        C.DURATION_MS: duration_ms,
-        C.RECORDED_AT: recorded_at,
+        CallItem.STATE: CallState.RECORDED.value,
+        CallItem.INPUT: input_text,
+        CallItem.OUTPUT: output_text,
+        CallItem.DURATION_MS: duration_ms,
+        CallItem.RECORDED_AT: recorded_at,
     }
 
 
 def state_of(item: Mapping[str, Any]) -> CallState:
     """Where the call item (python-typed) stands; ``DynamoDBError`` for an item in the
     ``tool#`` range this store did not write (a field missing)."""
-    state = _STATES.get(item.get(C.STATE, ""))
+    state = _STATES.get(item.get(CallItem.STATE, ""))
     if state is None or not _FIELDS.issubset(item):
-        raise DynamoDBError("UnexpectedItem", f"{item.get(C.SK)!r}: not written by this store")
+        raise DynamoDBError(
+            "UnexpectedItem", f"{item.get(CallItem.SK)!r}: not written by this store"
+        )
     return state
 
 
 def record_from_item(item: Mapping[str, Any]) -> ToolCallRecord:
     """A recorded call item (python-typed) as a ``ToolCallRecord``."""
     return ToolCallRecord(
-        session_id=item[C.SESSION_ID],
-        tool_call_id=item[C.TOOL_CALL_ID],
-        tool_name=item[C.TOOL_NAME],
-        input=codec.decode(item[C.INPUT]),
-        output=codec.decode(item[C.OUTPUT]),
-        duration_ms=int(item[C.DURATION_MS]),
-        recorded_at=item[C.RECORDED_AT],
-        ttl=int(item[C.TTL]),
+        session_id=item[CallItem.SESSION_ID],
+        tool_call_id=item[CallItem.TOOL_CALL_ID],
+        tool_name=item[CallItem.TOOL_NAME],
+        input=codec.decode(item[CallItem.INPUT]),
+        output=codec.decode(item[CallItem.OUTPUT]),
+        duration_ms=int(item[CallItem.DURATION_MS]),
+        recorded_at=item[CallItem.RECORDED_AT],
+        ttl=int(item[CallItem.TTL]),
     )
 
 
@@ -155,9 +165,11 @@ def history(items: Iterable[Mapping[str, Any]], now_s: int) -> list[ToolCallReco
     claim is not history). Expired ones are left out: DynamoDB deletes them late and one at a
     time, so what a reader sees must not depend on when its sweeper ran."""
     recorded = [
-        item for item in items if state_of(item) is CallState.RECORDED and int(item[C.TTL]) > now_s
+        item
+        for item in items
+        if state_of(item) is CallState.RECORDED and int(item[CallItem.TTL]) > now_s
     ]
-    recorded.sort(key=lambda item: (item[C.RECORDED_AT], item[C.TOOL_CALL_ID]))
+    recorded.sort(key=lambda item: (item[CallItem.RECORDED_AT], item[CallItem.TOOL_CALL_ID]))
     return [record_from_item(item) for item in recorded]
 
 
@@ -166,10 +178,10 @@ def history(items: Iterable[Mapping[str, Any]], now_s: int) -> list[ToolCallReco
 #: What a claimed call's item may hold beside its record, at their widest: the claim's token and
 #: lease (an engine may size the item before it is removed), a later round's number and token.
 CLAIM_FIELDS: dict[str, Any] = {
-    C.CLAIM_TOKEN: "x" * MAX_ID_LENGTH,
-    C.LEASE_UNTIL: int("9" * 38),
-    C.ROUND: int("9" * 38),
-    C.ROUND_TOKEN: "x" * MAX_ID_LENGTH,
+    CallItem.CLAIM_TOKEN: "x" * MAX_ID_LENGTH,
+    CallItem.LEASE_UNTIL: int("9" * 38),
+    CallItem.ROUND: int("9" * 38),
+    CallItem.ROUND_TOKEN: "x" * MAX_ID_LENGTH,
 }
 
 
@@ -188,7 +200,9 @@ def record_size(item: Mapping[str, Any], limit: int) -> int | None:
     """The recorded item's size if it is over ``limit``, else None (measured only when a bound
     does not settle it)."""
     # At most 4 UTF-8 bytes per character of the three texts: a bound of the item's size.
-    characters = len(item[C.TOOL_NAME]) + len(item[C.INPUT]) + len(item[C.OUTPUT])
+    characters = (
+        len(item[CallItem.TOOL_NAME]) + len(item[CallItem.INPUT]) + len(item[CallItem.OUTPUT])
+    )
     if _RECORD_OVERHEAD + 4 * characters <= limit:
         return None  # the usual case: no need to measure
     size = sizing.item_size(item_to_wire(item))
@@ -200,19 +214,19 @@ def record_size(item: Mapping[str, Any], limit: int) -> int | None:
 
 def id_free(now_s: int) -> Condition:
     """No call under the id, or only one whose time is up (TTL has not removed it yet)."""
-    return absent(C.PK) | clause("ttl_passed", "{} <= {}", Name(C.TTL), Value(now_s))
+    return absent(CallItem.PK) | clause("ttl_passed", "{} <= {}", Name(CallItem.TTL), Value(now_s))
 
 
 def call_live(now_s: int) -> Condition:
     """The call item's time is not up (TTL deletes late)."""
-    return clause("call_live", "{} > {}", Name(C.TTL), Value(now_s))
+    return clause("call_live", "{} > {}", Name(CallItem.TTL), Value(now_s))
 
 
 def session_ttl(ttl: int, exact: bool) -> Condition:
     """The session's ttl is the call's (``exact``), or at least it."""
     if exact:
-        return clause("ttl_is", "{} = {}", Name(M.TTL), Value(ttl))
-    return clause("ttl_at_least", "{} >= {}", Name(M.TTL), Value(ttl))
+        return clause("ttl_is", "{} = {}", Name(Meta.TTL), Value(ttl))
+    return clause("ttl_at_least", "{} >= {}", Name(Meta.TTL), Value(ttl))
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +260,7 @@ class PutToolCall(Plan[Put]):
         guard = (
             alive(self.owner, now_s)
             & status_is(Status.ACTIVE)
-            & session_ttl(self.item[C.TTL], self.exact_ttl)
+            & session_ttl(self.item[CallItem.TTL], self.exact_ttl)
         )
         if self.extend:
             moved, not_back = idle_moved(now_s)
@@ -275,10 +289,12 @@ class PutToolCall(Plan[Put]):
             if current.status is not Status.ACTIVE:
                 raise SessionNotActive(self.session_id, current.status)
             learnt = dataclasses.replace(self, learnt=current)
-            ttl = self.item[C.TTL]
+            ttl = self.item[CallItem.TTL]
             if current.ttl != ttl and (self.exact_ttl or current.ttl < ttl):
                 # Another incarnation's, or a ttl beyond the session's: the session's.
-                return Again(dataclasses.replace(learnt, item={**self.item, C.TTL: current.ttl}))
+                return Again(
+                    dataclasses.replace(learnt, item={**self.item, CallItem.TTL: current.ttl})
+                )
             if self.extend and idle_ahead(meta_old, now_s):
                 # Our clock lags: never move the deadline back.
                 return Again(dataclasses.replace(learnt, extend=False))
@@ -378,7 +394,7 @@ def record(
     if not put.taken:
         return record_from_item(put.item)  # what this write stored
     held = put.item
-    state, same = state_of(put.item), held[C.FINGERPRINT] == call.fingerprint
+    state, same = state_of(put.item), held[CallItem.FINGERPRINT] == call.fingerprint
     if state is CallState.CLAIMED:  # its holder may be running it
         raise ToolCallConflict(session_id, call.tool_call_id, same_request=same)
     stored = record_from_item(held)

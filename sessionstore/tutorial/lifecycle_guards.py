@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError, ParamValidationError
 
 from sessionstore import schema
 from sessionstore.conditions import Condition, Request, assign, item_to_wire
-from sessionstore.item import M
+from sessionstore.item import Meta
 from sessionstore.lifecycle import TRANSITIONS, sources, status_in, status_is
 from sessionstore.locking import version_up
 from sessionstore.models import Status
@@ -49,14 +49,14 @@ def _moved(client: Any, condition: object, start: Status, to: Status) -> bool:
     session_id = f"guard-{start.value}-{to.value}"
     key = schema.meta_key(session_id)
     item: dict[str, Any] = {
-        M.PK: schema.pk(session_id),
-        M.SK: schema.META_SK,
-        M.STATUS: start.value,
-        M.VERSION: 1,
+        Meta.PK: schema.pk(session_id),
+        Meta.SK: schema.META_SK,
+        Meta.STATUS: start.value,
+        Meta.VERSION: 1,
     }
     client.put_item(TableName=TABLE, Item=item_to_wire(item))
     r = Request()  # one request's placeholders: the update's and the condition's
-    update = (assign(M.STATUS, to.value) + version_up()).render(r)
+    update = (assign(Meta.STATUS, to.value) + version_up()).render(r)
     request: dict[str, Any] = {"TableName": TABLE, "Key": key, "UpdateExpression": update}
     request.update(condition_params(condition, f"guard({to.value!r})", r))
     try:
@@ -67,7 +67,7 @@ def _moved(client: Any, condition: object, start: Status, to: Status) -> bool:
     except ParamValidationError as err:
         raise refusal(err, f"the move {start.value} -> {to.value}") from None
     after = client.get_item(TableName=TABLE, Key=key, ConsistentRead=True)["Item"]
-    return bool(after[M.VERSION]["N"] != "1")
+    return bool(after[Meta.VERSION]["N"] != "1")
 
 
 def check_guard(answer: Callable[[Status], object], client: Any) -> str:
