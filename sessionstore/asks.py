@@ -1,6 +1,6 @@
 """Questions to the client, answered once, through the table.
 
-Layer: a pattern module, over ``backend``; the MCP layer's ``back_channel`` builds on it.
+Layer: a pattern module, over ``table``; the MCP layer's ``back_channel`` builds on it.
 
 Why: in a handshake-era MCP session a tool may ask the client something in the middle of a call
 (sampling, elicitation). The question goes out on the call's own response stream, but the
@@ -31,7 +31,6 @@ from enum import Enum
 from typing import Any, ClassVar
 
 from . import schema
-from .backend import Backend, Plan
 from .clock import format_timestamp
 from .conditions import (
     Condition,
@@ -51,6 +50,7 @@ from .errors import DynamoDBError, ItemTooLarge, SessionNotActive
 from .ids import validate_id
 from .item import live
 from .models import Status
+from .table import Plan, Table
 from .wire import Cancelled, ConditionFailed
 
 #: The sort key prefix of an ask (``schema``): just before the metadata item, in no other range.
@@ -153,50 +153,48 @@ class PutAnswer(Plan[Delivery]):
         return Delivery.TAKEN if old.get(AskItem.ANSWER) == self.answer else Delivery.REPEATED
 
 
-def ask(
-    backend: Backend, session_id: str, token: str, method: str, wait_ms: int
-) -> tuple[str, int]:
+def ask(table: Table, session_id: str, token: str, method: str, wait_ms: int) -> tuple[str, int]:
     """Open an ask that takes an answer for ``wait_ms``: one PutItem. Returns its id (the
     time, then ``token``, unique per instance) and its deadline (epoch ms)."""
-    now_ms = backend.now_ms()
+    now_ms = table.now_ms()
     ask_id = validate_id(f"{now_ms:013d}-{token}", "ask_id")
     deadline_ms = now_ms + wait_ms
-    backend.drive(PutAsk(backend.table, session_id, ask_id, method, deadline_ms), "ask")
+    table.drive(PutAsk(table.name, session_id, ask_id, method, deadline_ms), "ask")
     return ask_id, deadline_ms
 
 
-def settle(backend: Backend, session_id: str, ask_id: str) -> None:
+def settle(table: Table, session_id: str, ask_id: str) -> None:
     """Remove the answer the asker has read (the ask stays answered): one UpdateItem."""
     key = ask_key(session_id, validate_id(ask_id, "ask_id"))
-    request = update_item(backend.table, key, remove(Name(AskItem.ANSWER)), exists(), returns=None)
+    request = update_item(table.name, key, remove(Name(AskItem.ANSWER)), exists(), returns=None)
     with suppress(ConditionFailed):  # gone already (TTL): nothing to remove
-        backend.send("update_item", request)
+        table.send("update_item", request)
 
 
-def answer(backend: Backend, session_id: str, ask_id: str, answer_text: str) -> Delivery:
+def answer(table: Table, session_id: str, ask_id: str, answer_text: str) -> Delivery:
     """Give the ask its answer (JSON text) if it has none yet: one UpdateItem.
     ``ItemTooLarge`` (nothing written) past ``ANSWER_MAX_BYTES``."""
     validate_id(ask_id, "ask_id")
     size = len(answer_text.encode())
     if size > ANSWER_MAX_BYTES:
         raise ItemTooLarge(0, size, ANSWER_MAX_BYTES, what="the client's answer")
-    plan = PutAnswer(backend.table, session_id, ask_id, answer_text)
-    return backend.drive(plan, f"answer to ask {ask_id!r}")
+    plan = PutAnswer(table.name, session_id, ask_id, answer_text)
+    return table.drive(plan, f"answer to ask {ask_id!r}")
 
 
-def poll(backend: Backend, session_id: str, ask_id: str, owner: str | None) -> str | None:
+def poll(table: Table, session_id: str, ask_id: str, owner: str | None) -> str | None:
     """The ask's answer (JSON text), or None while there is none: one strongly consistent
     Query. Raises what ``item.live`` raises when the session is gone, expired or another's,
     and ``SessionNotActive`` once it is closing or closed: nobody is left to wait for."""
     sk = schema.ask_sk(ask_id)
     found: str | None = None
     meta: dict[str, Any] | None = None
-    for item in backend.query(schema.pk(session_id), sk, schema.META_SK):
+    for item in table.query(schema.pk(session_id), sk, schema.META_SK):
         if item[AskItem.SK] == sk:
             found = item.get(AskItem.ANSWER)
         elif item[AskItem.SK] == schema.META_SK:
             meta = item
-    session = live(session_id, meta, owner, backend.now_ms() // 1000)
+    session = live(session_id, meta, owner, table.now_ms() // 1000)
     if found is None and session.status is not Status.ACTIVE:
         raise SessionNotActive(session_id, session.status)
     return found

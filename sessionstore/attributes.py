@@ -46,7 +46,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
 from . import codec, locking, reads, schema, validate, write_tokens
-from .backend import Again, Backend, Plan
 from .conditions import (
     Clause,
     Condition,
@@ -80,8 +79,8 @@ from .item import (
     stored,
 )
 from .locking import MetadataWrite
-from .memory import Memory
 from .models import Attributes, Session, Status, StoredAttributes
+from .table import Again, Plan, Table
 from .wire import Cancelled, ConditionFailed
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}\Z")
@@ -287,8 +286,7 @@ def changes_of(
 
 
 def update(
-    backend: Backend,
-    memory: Memory,
+    table: Table,
     session_id: str,
     changes: Mapping[str, object],
     remove: Sequence[str],
@@ -299,16 +297,15 @@ def update(
     (an instance that has not seen the session reads it first, for its incarnation and ttl)."""
     validate.expected_version(expected_version)
     texts, gone, added = changes_of(changes, remove)
-    now_s = backend.now_ms() // 1000
-    seen = memory.hint(session_id, owner, now_s) or reads.read(backend, memory, session_id, owner)
+    now_s = table.now_ms() // 1000
+    seen = table.memory.hint(session_id, owner, now_s) or reads.read(table, session_id, owner)
     edit = AttributesEdit(session_id, texts, gone, added, seen.incarnation)
-    base = _copy(memory, seen)
+    base = _copy(table, seen)
     if base is None:  # an earlier change's guess, if any, will not be confirmed: its token is dead
-        memory.forget_guess(session_id)
-    token = backend.token()
+        table.memory.forget_guess(session_id)
+    token = table.token()
     meta = locking.planned(
-        backend,
-        memory,
+        table,
         session_id,
         owner,
         edit,
@@ -319,33 +316,33 @@ def update(
     )
     try:
         # The conflict carries the session with its attributes, after remembering it bare.
-        with reads.on_conflict(backend, memory), memory.refusals():
+        with reads.on_conflict(table), table.memory.refusals():
             plan = AttributesWrite(meta, seen.ttl)
-            changed = backend.drive(plan, f"write to session {session_id!r}")
+            changed = table.drive(plan, f"write to session {session_id!r}")
     except BaseException:
-        memory.settle(session_id, token, ())
+        table.memory.settle(session_id, token, ())
         raise
     # This instance's copy, without reading: a guess (``Memory.guess``), exact whenever the
     # session's ``attrsRev`` turns out to be its ``rev`` -- one change since ``base``, and that
     # change was this one.
     guessed = False
     if changed.whole is not None:
-        memory.keep_attributes(session_id, stored(changed.whole))
+        table.memory.keep_attributes(session_id, stored(changed.whole))
     elif changed.seen and base is not None:
         raw = {k: v for k, v in base.attributes.raw.items() if k not in gone} | texts
         after = StoredAttributes(
             base.incarnation, base.rev + 1, Attributes(raw), base.bytes + added
         )
-        guessed = memory.guess(session_id, after, base, token)
-    memory.settle(session_id, token, changed.removed, dead=not guessed)
+        guessed = table.memory.guess(session_id, after, base, token)
+    table.memory.settle(session_id, token, changed.removed, dead=not guessed)
 
 
-def _copy(memory: Memory, seen: Session) -> StoredAttributes | None:
+def _copy(table: Table, seen: Session) -> StoredAttributes | None:
     """The attributes as they were at ``seen`` (this instance's copy of that ``rev``, or none at
     all for a session that never had any), or None if this instance does not know them."""
     if seen.attributes_rev == 0:
         return StoredAttributes(seen.incarnation, 0, Attributes(), EMPTY_MAP_BYTES)
-    copy = memory.current(seen)
+    copy = table.memory.current(seen)
     if copy is None or copy.rev != seen.attributes_rev:
         return None
     return copy

@@ -1,7 +1,7 @@
 """Tool-call claims: "this call is being executed", written *before* the tool runs.
 
 Layer: a pattern module over ``tool_calls`` (the call item and its writes); the MCP extension
-calls these operations with its store's backend and memory.
+calls these operations with its store's backend and table.memory.
 
 Two deliveries of one call (a client retry after a lost response, two clients racing, two
 instances behind a load balancer) must not both run the tool. The call item is put ``claimed``
@@ -45,14 +45,13 @@ from functools import partial
 from typing import Any, ClassVar, TypeVar
 
 from . import codec, sizing, tool_calls
-from .backend import Backend, Plan
 from .clock import format_timestamp
 from .codec import JSON
 from .conditions import Condition, Name, Update, absent, assign, equals, remove, update_item
 from .errors import ItemTooLarge, SessionExpired, ToolCallConflict
 from .ids import validate_id
-from .memory import Memory
 from .models import ToolCallRecord
+from .table import Plan, Table
 from .tool_calls import CallItem, CallState, call_item, call_key, record_from_item, state_of
 from .wire import Cancelled, ConditionFailed
 
@@ -263,7 +262,7 @@ def _too_large(text: str) -> str:
 
 
 def _drive_result(
-    backend: Backend,
+    table: Table,
     held: Item,
     result: tuple[JSON, JSON, int],
     plan: Callable[[dict[str, Any]], Plan[R]],
@@ -280,22 +279,21 @@ def _drive_result(
     arguments, output, duration_ms = result
     i, o = codec.kept(arguments, "input"), codec.kept(output, "output")
     forms = ((i, o), (_too_large(i), o), (_too_large(i), _too_large(o)))
-    at, limit = held[CallItem.CALLED_AT], backend.item_size_limit
+    at, limit = held[CallItem.CALLED_AT], table.item_size_limit
     fields = [tool_calls.recorded_fields(*form, duration_ms, at) for form in forms]
     fitting = [f for f in fields if tool_calls.record_size({**held, **f}, limit) is None]
     assert fitting, "a record without its input and output always fits"
     for form in fitting[:-1]:
         with suppress(ItemTooLarge):
-            return backend.drive(plan(form), what)
-    return backend.drive(plan(fitting[-1]), what)
+            return table.drive(plan(form), what)
+    return table.drive(plan(fitting[-1]), what)
 
 
 # ---------------------------------------------------------------------------- the operations
 
 
 def claim(
-    backend: Backend,
-    memory: Memory,
+    table: Table,
     session_id: str,
     tool_call_id: str,
     tool_name: str,
@@ -312,7 +310,7 @@ def claim(
     validate_id(session_id, "session_id")
     validate_id(tool_call_id, "tool_call_id")
     fingerprint = call_fingerprint(tool_name, arguments)
-    token, now_ms = backend.token(), backend.now_ms()
+    token, now_ms = table.token(), table.now_ms()
     at = format_timestamp(now_ms)
     item = call_item(session_id, tool_call_id, tool_name, fingerprint, at, ttl)
     item |= {
@@ -320,47 +318,42 @@ def claim(
         CallItem.CLAIM_TOKEN: token,
         CallItem.LEASE_UNTIL: now_ms + lease_ms,
     }
-    plan = tool_calls.PutToolCall(backend.table, session_id, owner, item, exact_ttl=True)
-    put = backend.drive(plan, f"claim of tool call {tool_call_id!r} of session {session_id!r}")
+    plan = tool_calls.PutToolCall(table.name, session_id, owner, item, exact_ttl=True)
+    put = table.drive(plan, f"claim of tool call {tool_call_id!r} of session {session_id!r}")
     if put.learnt is not None:
-        memory.remember(put.learnt)
+        table.memory.remember(put.learnt)
     if not put.taken:
         return Outcome(State.CLAIMED, Claim.from_item(put.item))
-    return answer(put.item, fingerprint, token, backend.now_ms())
+    return answer(put.item, fingerprint, token, table.now_ms())
 
 
-def start_round(
-    backend: Backend, memory: Memory, claimed: Claim, round_number: int, *, lease_ms: int
-) -> Outcome:
+def start_round(table: Table, claimed: Claim, round_number: int, *, lease_ms: int) -> Outcome:
     """Take round ``round_number`` (2, 3, ...) of the call ``claimed`` holds, or say why not:
     one ``StartRound``. A round already taken is answered like a repeat of the call (``answer``);
     ``SessionExpired`` when the item is gone, past its ttl or holds another claim."""
     if claimed.token is None or round_number < 2:
         raise ValueError("a later round needs its call's claim, with its token")
-    plan = StartRound(backend.table, claimed, round_number, backend.token(), lease_ms)
-    held = backend.drive(plan, f"round {round_number} of tool call {claimed.tool_call_id!r}")
+    plan = StartRound(table.name, claimed, round_number, table.token(), lease_ms)
+    held = table.drive(plan, f"round {round_number} of tool call {claimed.tool_call_id!r}")
     if held is None:
         return Outcome(State.CLAIMED, claimed)
-    now_ms = backend.now_ms()
+    now_ms = table.now_ms()
     if held.get(CallItem.CLAIM_TOKEN) != claimed.token or int(held[CallItem.TTL]) <= now_ms // 1000:
         raise SessionExpired(claimed.session_id, claimed.ttl)
     return _standing(held, Claim.from_item(held), round_number, now_ms)
 
 
-def suspend_round(
-    backend: Backend, memory: Memory, claimed: Claim, round_number: int, answer_json: str
-) -> None:
+def suspend_round(table: Table, claimed: Claim, round_number: int, answer_json: str) -> None:
     """Keep round ``round_number``'s ``InputRequiredResult`` (JSON text) for a re-sent round:
     one ``SuspendRound``, unless it is too large to keep (``MAX_SUSPENDED_BYTES``)."""
     if claimed.token is None or sizing.text_size(answer_json) > MAX_SUSPENDED_BYTES:
         return
-    plan = SuspendRound(backend.table, claimed, round_number, answer_json)
-    backend.drive(plan, f"suspension of tool call {claimed.tool_call_id!r}")
+    plan = SuspendRound(table.name, claimed, round_number, answer_json)
+    table.drive(plan, f"suspension of tool call {claimed.tool_call_id!r}")
 
 
 def complete(
-    backend: Backend,
-    memory: Memory,
+    table: Table,
     session_id: str,
     tool_call_id: str,
     claimed: Claim,
@@ -374,19 +367,18 @@ def complete(
     same_call = (claimed.session_id, claimed.tool_call_id) == (session_id, tool_call_id)
     if claimed.token is None or not same_call:
         raise ValueError("complete needs this call's claim, with its token")
-    at = format_timestamp(backend.now_ms())
+    at = format_timestamp(table.now_ms())
     held = call_item(
         session_id, tool_call_id, claimed.tool_name, claimed.fingerprint, at, claimed.ttl
     )
     held |= tool_calls.CLAIM_FIELDS  # what the item may hold beside the result, at their widest
-    plan = partial(CompleteToolCall, backend.table, claimed)
+    plan = partial(CompleteToolCall, table.name, claimed)
     what = f"completion of tool call {tool_call_id!r}"
-    _drive_result(backend, held, (arguments, output, duration_ms), plan, what)
+    _drive_result(table, held, (arguments, output, duration_ms), plan, what)
 
 
 def put_record(
-    backend: Backend,
-    memory: Memory,
+    table: Table,
     session_id: str,
     tool_call_id: str,
     tool_name: str,
@@ -400,11 +392,11 @@ def put_record(
     None when this put stored it; otherwise the ``Outcome`` the item under the id gives (a
     different request raises ``ToolCallConflict``)."""
     fingerprint = call_fingerprint(tool_name, arguments)
-    at = format_timestamp(backend.now_ms())
+    at = format_timestamp(table.now_ms())
     held = call_item(session_id, tool_call_id, tool_name, fingerprint, at, ttl)
-    plan = partial(tool_calls.PutRecord, backend.table, held)
+    plan = partial(tool_calls.PutRecord, table.name, held)
     what = f"record of tool call {tool_call_id!r}"
-    put = _drive_result(backend, held, (arguments, output, duration_ms), plan, what)
+    put = _drive_result(table, held, (arguments, output, duration_ms), plan, what)
     if not put.taken:
         return None
-    return answer(put.item, fingerprint, "", backend.now_ms())
+    return answer(put.item, fingerprint, "", table.now_ms())

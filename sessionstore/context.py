@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from . import locking, reads, schema, sizing, validate
-from .backend import Backend, PageScope, Plan
 from .codec import JSON, decode
 from .conditions import (
     Clause,
@@ -58,8 +57,8 @@ from .errors import (
 )
 from .ids import MAX_TOKEN_LENGTH
 from .item import Meta
-from .memory import Memory
 from .models import Session, Status
+from .table import PageScope, Plan, Table
 from .wire import Cancelled, ConditionFailed, send_by
 from .write_tokens import SEQ_SPAN, key, token_seq, token_time
 
@@ -88,7 +87,7 @@ PAGE_DEADLINE_S = 60
 SKEW_S = 30
 
 # Readers must still be waiting when a page lands, and a request may land up to the client's
-# connect and read timeouts after it is sent (``Backend.landing_s``). So the last send (each of
+# connect and read timeouts after it is sent (``Table.landing_s``). So the last send (each of
 # botocore's attempts, checked as it is sent: ``wire.send_by``) is ``IN_FLIGHT_S - SKEW_S -
 # landing`` after the time the reservation states in ``tk``; a client with long timeouts states a
 # later time (``stated_delay``), so readers wait longer for its holes. The timeouts bound each
@@ -229,8 +228,7 @@ class Limits:
 
 
 def append(
-    backend: Backend,
-    memory: Memory,
+    table: Table,
     limits: Limits,
     session_id: str,
     messages: Sequence[JSON],
@@ -243,19 +241,18 @@ def append(
     added, count = sum(map(sizing.text_size, encoded)), len(encoded)
     if count > limits.max_messages or added > limits.max_bytes:
         raise ContextFull(session_id, 0, 0, count, added, limits.max_messages, limits.max_bytes)
-    token = backend.token()
+    token = table.token()
     size = page_size(session_id, token, encoded)
-    if size > backend.item_size_limit:
-        raise ItemTooLarge(0, size, backend.item_size_limit, what="context page")
-    landing = backend.landing_s
+    if size > table.item_size_limit:
+        raise ItemTooLarge(0, size, table.item_size_limit, what="context page")
+    landing = table.landing_s
     edit = AppendEdit(
         session_id, count, added, limits.max_messages, limits.max_bytes, stated_delay(landing)
     )
     try:
-        with reads.on_conflict(backend, memory):
+        with reads.on_conflict(table):
             wrote = locking.write(
-                backend,
-                memory,
+                table,
                 session_id,
                 owner,
                 edit,
@@ -280,25 +277,24 @@ def append(
         )
         # Sent, botocore's own retries included, only while readers will still wait for it.
         deadline_ms = send_by_ms(entry, landing)
-        with send_by(lambda: backend.now_ms() > deadline_ms):
-            plan = WritePage(backend.table, session_id, item, token, deadline_ms)
-            backend.drive(plan, f"context page of session {session_id!r}")
+        with send_by(lambda: table.now_ms() > deadline_ms):
+            plan = WritePage(table.name, session_id, item, token, deadline_ms)
+            table.drive(plan, f"context page of session {session_id!r}")
     finally:
         # Only now is the reservation's token dead: readers wait for its page while it is in
         # ``tk``, so no write of this instance may remove it before.
-        memory.settle(session_id, token, wrote.removed)
+        table.memory.settle(session_id, token, wrote.removed)
     end = token_seq(entry) + count
     if session.message_count != end:
         # A lost response settled from a later copy of the item (other appends on top): the
         # caller reads on from where *this* append ended, or it would skip their messages.
         version = session.version if expected_version is None else expected_version + 1
         session = dataclasses.replace(session, message_count=end, version=version)
-    return reads.landed(backend, memory, session, f"write to session {session_id!r}")
+    return reads.landed(table, session, f"write to session {session_id!r}")
 
 
 def read(
-    backend: Backend,
-    memory: Memory,
+    table: Table,
     session_id: str,
     owner: str | None,
     after: int | None,
@@ -306,19 +302,17 @@ def read(
 ) -> ContextReader:
     """From the start, one Query from the metadata item; from ``after``, a GetItem of the
     metadata item then a Query from the page holding seq ``after + 1``. ``each_page``: see
-    ``Backend.query``."""
+    ``Table.query``."""
     validate.after(after)
-    now_s = backend.now_ms() // 1000
+    now_s = table.now_ms() // 1000
     if after is None:
-        session, first, items = reads.head(
-            backend, memory, session_id, owner, schema.PAGES_END, each_page
-        )
+        session, first, items = reads.head(table, session_id, owner, schema.PAGES_END, each_page)
     else:
-        session, first = reads.read_item(backend, memory, session_id, owner)
+        session, first = reads.read_item(table, session_id, owner)
         # Pages are keyed by their last seq: the one holding ``after + 1`` is the first at or
         # above ``msg#<after + 1>``.
         start = schema.page_sk(after + 1)
-        items = backend.query(schema.pk(session_id), start, schema.PAGES_END, each_page=each_page)
+        items = table.query(schema.pk(session_id), start, schema.PAGES_END, each_page=each_page)
     recent = recent_reservations(first, now_s)
     return ContextReader(read_context(session, items, after, now_s, recent), after)
 

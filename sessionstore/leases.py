@@ -25,10 +25,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from . import tool_calls
-from .backend import Backend, Plan
 from .claims import Claim, round_is, still_claimed
 from .conditions import Name, Value, assign, clause, update_item
-from .memory import Memory
+from .table import Plan, Table
 from .tool_calls import CallItem, call_key
 from .wire import Cancelled, ConditionFailed
 
@@ -66,15 +65,13 @@ class RenewLease(Plan[int | None]):
         return None
 
 
-def renew(
-    backend: Backend, memory: Memory, claimed: Claim, round_number: int, *, lease_ms: int
-) -> int | None:
+def renew(table: Table, claimed: Claim, round_number: int, *, lease_ms: int) -> int | None:
     """Renew the lease of the call ``claimed`` holds (round ``round_number``) for ``lease_ms``:
     one ``RenewLease``. Its new end (epoch ms), or None when it is no longer ours to renew."""
     if claimed.token is None or round_number < 1:
         raise ValueError("a lease is renewed for its claim, with its token")
-    plan = RenewLease(backend.table, claimed, round_number, lease_ms)
-    return backend.drive(plan, f"lease of tool call {claimed.tool_call_id!r}")
+    plan = RenewLease(table.name, claimed, round_number, lease_ms)
+    return table.drive(plan, f"lease of tool call {claimed.tool_call_id!r}")
 
 
 __all__ = ["RenewLease", "renew"]

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from . import locking, reads, schema, write_tokens
-from .backend import Again, Backend, Plan
 from .clock import format_timestamp
 from .conditions import (
     TRUE,
@@ -52,8 +51,8 @@ from .item import (
     stored,
 )
 from .locking import MetadataWrite
-from .memory import Memory
 from .models import Session, Status
+from .table import Again, Plan, Table
 from .wire import Cancelled, ConditionFailed, to_python
 
 #: The only source of truth for the state machine.
@@ -119,31 +118,27 @@ def _status(value: object, name: str) -> Status:
     return value
 
 
-def transition(
-    backend: Backend, memory: Memory, session_id: str, to: Status, owner: str | None
-) -> Session:
+def transition(table: Table, session_id: str, to: Status, owner: str | None) -> Session:
     """Move to ``to`` if the table allows it: one UpdateItem, last writer wins."""
     edit = StatusEdit(session_id, _status(to, "to"))
-    session = locking.write(backend, memory, session_id, owner, edit).session
-    return reads.landed(backend, memory, session, f"write to session {session_id!r}")
+    session = locking.write(table, session_id, owner, edit).session
+    return reads.landed(table, session, f"write to session {session_id!r}")
 
 
-def update_status(
-    backend: Backend, memory: Memory, session_id: str, status: Status, owner: str | None
-) -> Session:
+def update_status(table: Table, session_id: str, status: Status, owner: str | None) -> Session:
     """The source design's optimistic read-modify-write, done right: one request pinned to the
     version of this instance's last copy (a cold instance reads it first), retried on the
     version ALL_OLD shows. An illegal move is refused on the copy and again by the condition."""
     edit = StatusEdit(session_id, _status(status, "status"))
-    seen = memory.hint(session_id, owner, backend.now_ms() // 1000)
+    seen = table.memory.hint(session_id, owner, table.now_ms() // 1000)
     if seen is None:
-        seen = reads.read(backend, memory, session_id, owner)
+        seen = reads.read(table, session_id, owner)
         done = edit.judge(seen)
         if done is not None:
-            return reads.attach(backend, memory, done)
-    with reads.on_conflict(backend, memory):
-        wrote = locking.write(backend, memory, session_id, owner, edit, version=seen.version)
-    return reads.landed(backend, memory, wrote.session, f"write to session {session_id!r}")
+            return reads.attach(table, done)
+    with reads.on_conflict(table):
+        wrote = locking.write(table, session_id, owner, edit, version=seen.version)
+    return reads.landed(table, wrote.session, f"write to session {session_id!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,19 +187,17 @@ class CloseAndExpire(Plan[None]):
         return None
 
 
-def close_and_expire(
-    backend: Backend, memory: Memory, session_id: str, owner: str | None, expire_at: int
-) -> None:
+def close_and_expire(table: Table, session_id: str, owner: str | None, expire_at: int) -> None:
     """``closing`` -> ``closed``, and ``ttl = expire_at`` on the metadata and attributes items:
     one transaction (``CloseAndExpire``)."""
     edit = StatusEdit(session_id, Status.CLOSED, expire_at)
-    token = backend.token()
-    meta = locking.planned(backend, memory, session_id, owner, edit, token)
+    token = table.token()
+    meta = locking.planned(table, session_id, owner, edit, token)
     try:
-        with memory.refusals():
-            backend.drive(CloseAndExpire(meta, expire_at), f"close of session {session_id!r}")
+        with table.memory.refusals():
+            table.drive(CloseAndExpire(meta, expire_at), f"close of session {session_id!r}")
     finally:
-        memory.settle(session_id, token, ())
+        table.memory.settle(session_id, token, ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,8 +237,7 @@ class CreateWithAttributes(CreateSession):
 
 
 def create(
-    backend: Backend,
-    memory: Memory,
+    table: Table,
     session_id: str,
     owner: str | None,
     ttl_seconds: int,
@@ -253,8 +245,8 @@ def create(
     attrs: dict[str, str],
 ) -> Session:
     """Put a new session (``attrs``: its first attributes' JSON texts, validated)."""
-    token = backend.token()
-    now_ms = backend.now_ms()
+    token = table.token()
+    now_ms = table.now_ms()
     ttl = now_ms // 1000 + ttl_seconds
     # A fixed-ttl session is idle for its whole ttl: one formula (``item.idle_moved``).
     idle = ttl_seconds if idle_seconds is None else idle_seconds
@@ -272,21 +264,21 @@ def create(
     extra = attributes_item(session_id, token, 1, attrs, ttl) if attrs else None
     kind = CreateSession if extra is None else CreateWithAttributes
     plan = kind(
-        backend.table,
+        table.name,
         session_id,
         item_to_wire(item),
         token,
         None if extra is None else item_to_wire(extra),
     )
     try:
-        backend.drive(plan, f"create session {session_id!r}")
+        table.drive(plan, f"create session {session_id!r}")
     finally:
-        memory.settle(session_id, token, ())
-    session = memory.remember(session_from_item(item))
+        table.memory.settle(session_id, token, ())
+    session = table.memory.remember(session_from_item(item))
     if extra is None:
         return session
-    memory.keep_attributes(session_id, stored(extra))
-    return reads.attach(backend, memory, session)
+    table.memory.keep_attributes(session_id, stored(extra))
+    return reads.attach(table, session)
 
 
 # ---------------------------------------------------------------------------- idle expiry
@@ -321,8 +313,8 @@ class Touch(Plan[Session]):
         raise DynamoDBError("ConditionalCheckFailedException", repr(failure.old))
 
 
-def touch(backend: Backend, memory: Memory, session_id: str, owner: str | None) -> Session:
+def touch(table: Table, session_id: str, owner: str | None) -> Session:
     """Keep a session alive for a reader that writes nothing: one UpdateItem."""
     what = f"touch of session {session_id!r}"
-    session = memory.remember(backend.drive(Touch(backend.table, session_id, owner), what))
-    return reads.landed(backend, memory, session, what)
+    session = table.memory.remember(table.drive(Touch(table.name, session_id, owner), what))
+    return reads.landed(table, session, what)

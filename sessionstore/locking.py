@@ -1,6 +1,6 @@
 """Optimistic locking: the version condition, and the one write of the metadata item.
 
-Layer: a pattern module, over ``backend`` and ``memory``; the other patterns that write the
+Layer: a pattern module, over ``table`` (its ``memory`` inside); the other patterns that write the
 metadata item (``lifecycle``, ``context``, ``attributes``) send their change through ``write``.
 
 Every write to the metadata item bumps ``version`` by one (``version_up``), so a reader can tell
@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple, Protocol
 
 from . import schema, write_tokens
-from .backend import Again, Backend, Plan
 from .clock import format_timestamp
 from .conditions import TRUE, Clause, Condition, Name, Update, Value, clause, set_, update_item
 from .errors import (
@@ -36,8 +35,8 @@ from .errors import (
     VersionConflict,
 )
 from .item import Meta, alive, idle_ahead, idle_moved, live, owned, session_from_item
-from .memory import Memory
 from .models import Session
+from .table import Again, Plan, Table
 from .wire import Cancelled, ConditionFailed, to_python
 
 
@@ -165,8 +164,7 @@ class MetadataWrite(Plan[Wrote]):
 
 
 def planned(
-    backend: Backend,
-    memory: Memory,
+    table: Table,
     session_id: str,
     owner: str | None,
     edit: Edit,
@@ -177,9 +175,9 @@ def planned(
     seen: Session | None = None,
 ) -> MetadataWrite:
     """``edit``'s write, removing what ``seen`` (default: the hint) and settled writes allow."""
-    seen = seen or memory.hint(session_id, owner, backend.now_ms() // 1000)
+    seen = seen or table.memory.hint(session_id, owner, table.now_ms() // 1000)
     return MetadataWrite(
-        backend.table,
+        table.name,
         session_id,
         owner,
         token,
@@ -187,13 +185,12 @@ def planned(
         version=version,
         expected=expected and version is not None,
         seen_tokens=seen.write_tokens if seen is not None else None,
-        settled=memory.settled.get(session_id) or (),
+        settled=table.memory.settled.get(session_id) or (),
     )
 
 
 def write(
-    backend: Backend,
-    memory: Memory,
+    table: Table,
     session_id: str,
     owner: str | None,
     edit: Edit,
@@ -207,16 +204,14 @@ def write(
     known to have landed removed what its last attempt named) -- unless the caller gave the
     token: then it settles it when its own write is over (an append, after its page)."""
     settle = token is None
-    token = backend.token() if token is None else token
-    plan = planned(
-        backend, memory, session_id, owner, edit, token, version=version, expected=expected
-    )
+    token = table.token() if token is None else token
+    plan = planned(table, session_id, owner, edit, token, version=version, expected=expected)
     wrote: Wrote | None = None
     try:
-        with memory.refusals():
-            wrote = backend.drive(plan, f"write to session {session_id!r}")
+        with table.memory.refusals():
+            wrote = table.drive(plan, f"write to session {session_id!r}")
     finally:
         if settle or wrote is None:
-            memory.settle(session_id, token, () if wrote is None else wrote.removed)
-    memory.remember(wrote.session)
+            table.memory.settle(session_id, token, () if wrote is None else wrote.removed)
+    table.memory.remember(wrote.session)
     return wrote

@@ -1,7 +1,7 @@
 """What the write path tells whoever watches it: conflicts retried, answers lost, writes ended.
 
 Layer: the bottom, beside ``errors``; it imports nothing of the store. Why: telemetry is an
-observer of the writes, not a floor under them. The driver (``backend``) and the wire (``wire``)
+observer of the writes, not a floor under them. The driver (``table``) and the wire (``wire``)
 report here; an observer (``telemetry``) listens for the operation it measures, through a
 context variable, so threads and asyncio tasks each see their own. With no listener every call
 is a no-op.

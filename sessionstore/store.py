@@ -1,6 +1,6 @@
 """SessionStore: the facade. Each method validates the ids and hands the call to the module of
-its pattern, with the two objects every pattern works over: the ``Backend`` (the table, the
-client, the clock, the ids, the driver) and this instance's ``Memory`` (its hints).
+its pattern, with the one object every pattern works over: the ``Table`` (the table's name and
+client, the clock, the ids, the retry policy, the driver, and this instance's ``Memory``).
 
 ==================  ==========================================  ========
 module              pattern                                     notebook
@@ -14,7 +14,7 @@ module              pattern                                     notebook
 ``tool_calls``      idempotent tool calls: one item per call    04
 ``lifecycle``       statuses, the guarded move, idle expiry     05
 ``write_tokens``    did my lost write land?                     06
-``backend``         one driver for every write's attempts       06
+``table``           the table and the driver of every write       06
 ==================  ==========================================  ========
 
 Each method's docstring gives its cost in requests. A failed condition returns the current item
@@ -31,15 +31,14 @@ from typing import Any
 
 from . import attributes, context, lifecycle, reads, schema, sizing, telemetry, tool_calls, validate
 from .attributes import attribute_texts
-from .backend import Backend
 from .clock import Clock, SystemClock
 from .codec import JSON
 from .context import ContextReader, Limits
 from .ids import IdFactory, RandomIds
 from .item import METADATA_OVERHEAD, WIDEST_CONTEXT_BYTES, WIDEST_COUNT, WIDEST_TTL
-from .memory import Memory
 from .models import Context, Loaded, Session, Status, ToolCallRecord
 from .retry import RetryPolicy
+from .table import Table
 
 #: Defaults of the context limits (``SessionStore(max_context_messages=, max_context_bytes=)``).
 MAX_CONTEXT_MESSAGES = 100_000
@@ -75,7 +74,7 @@ class SessionStore:
             validate.int_in("max_context_messages", max_context_messages, 1, WIDEST_COUNT),
             validate.int_in("max_context_bytes", max_context_bytes, 1, WIDEST_CONTEXT_BYTES),
         )
-        self.backend = Backend(
+        self.table = Table(
             client,
             table_name,
             clock or SystemClock(),
@@ -83,28 +82,27 @@ class SessionStore:
             retry or RetryPolicy(),
             item_size_limit,
         )
-        self.memory = Memory()
 
-    # What the store was built with, read-only (the backend is frozen).
+    # What the store was built with, read-only (the table is frozen).
     @property
     def client(self) -> Any:
-        return self.backend.client
+        return self.table.client
 
     @property
     def table_name(self) -> str:
-        return self.backend.table
+        return self.table.name
 
     @property
     def clock(self) -> Clock:
-        return self.backend.clock
+        return self.table.clock
 
     @property
     def ids(self) -> IdFactory:
-        return self.backend.ids
+        return self.table.ids
 
     @property
     def item_size_limit(self) -> int:
-        return self.backend.item_size_limit
+        return self.table.item_size_limit
 
     def create_table(self, *, wait: bool = True) -> bool:
         """Create the table if missing (idempotent); True if this call created it."""
@@ -128,15 +126,14 @@ class SessionStore:
         validate.session(session_id, owner)
         validate.ttl(ttl_seconds, idle_seconds)
         attrs, _ = attribute_texts({} if attributes is None else attributes, "attributes")
-        b, m = self.backend, self.memory
-        return lifecycle.create(b, m, session_id, owner, ttl_seconds, idle_seconds, attrs)
+        return lifecycle.create(self.table, session_id, owner, ttl_seconds, idle_seconds, attrs)
 
     @telemetry.traced("get_session")
     def get_session(self, session_id: str, *, owner: str | None = None) -> Session:
         """Strongly consistent read of the metadata item, and of the attributes item unless the
         session never had attributes or this instance holds their current copy."""
         validate.session(session_id, owner)
-        return reads.get(self.backend, self.memory, session_id, owner)
+        return reads.get(self.table, session_id, owner)
 
     @telemetry.traced("touch")
     def touch(self, session_id: str, *, owner: str | None = None) -> Session:
@@ -144,7 +141,7 @@ class SessionStore:
         themselves): one UpdateItem ``SET idleUntil = idle + :now`` under the live condition, no
         version bump, no token. A missing, expired or foreign session raises as a read would."""
         validate.session(session_id, owner)
-        return lifecycle.touch(self.backend, self.memory, session_id, owner)
+        return lifecycle.touch(self.table, session_id, owner)
 
     @telemetry.traced("transition")
     def transition(self, session_id: str, to: Status, *, owner: str | None = None) -> Session:
@@ -153,7 +150,7 @@ class SessionStore:
         before; on a failure the returned old item says why. Asking for the current status is a
         no-op."""
         validate.session(session_id, owner)
-        return lifecycle.transition(self.backend, self.memory, session_id, to, owner)
+        return lifecycle.transition(self.table, session_id, to, owner)
 
     @telemetry.traced("activate")
     def activate(self, session_id: str, *, owner: str | None = None) -> Session:
@@ -179,7 +176,7 @@ class SessionStore:
         left as it is; another status is ``InvalidTransition``. Nothing is read back."""
         validate.session(session_id, owner)
         validate.int_in("expire_at", expire_at, 0, WIDEST_TTL)
-        lifecycle.close_and_expire(self.backend, self.memory, session_id, owner, expire_at)
+        lifecycle.close_and_expire(self.table, session_id, owner, expire_at)
 
     @telemetry.traced("update_status")
     def update_status(
@@ -190,7 +187,7 @@ class SessionStore:
         first); a conflict is retried with the version from ALL_OLD, one request per retry, up
         to ``retry.max_attempts``. An illegal move raises ``InvalidTransition``."""
         validate.session(session_id, owner)
-        return lifecycle.update_status(self.backend, self.memory, session_id, status, owner)
+        return lifecycle.update_status(self.table, session_id, status, owner)
 
     @telemetry.traced("update_attributes")
     def update_attributes(
@@ -214,8 +211,7 @@ class SessionStore:
         DynamoDB's 4 KB expression limit allows (about 278 short ones) raise
         ``RequestOverLimit``, unsent."""
         validate.session(session_id, owner)
-        b, m = self.backend, self.memory
-        attributes.update(b, m, session_id, changes, remove, expected_version, owner)
+        attributes.update(self.table, session_id, changes, remove, expected_version, owner)
 
     @telemetry.traced("append_context")
     def append_context(
@@ -237,8 +233,9 @@ class SessionStore:
         seqs stay a hole that readers skip: with ``maybe_applied=False`` the messages were not
         stored; with ``maybe_applied=True`` a page attempt may have landed."""
         validate.session(session_id, owner)
-        b, m, limits = self.backend, self.memory, self.limits
-        return context.append(b, m, limits, session_id, messages, expected_version, owner)
+        return context.append(
+            self.table, self.limits, session_id, messages, expected_version, owner
+        )
 
     @telemetry.traced("record_tool_call")
     def record_tool_call(
@@ -261,8 +258,7 @@ class SessionStore:
         with its session unless ``ttl_seconds`` says otherwise."""
         validate.session(session_id, owner)
         return tool_calls.record(
-            self.backend,
-            self.memory,
+            self.table,
             tool_calls.Call.of(session_id, tool_call_id, tool_name, input, owner),
             output,
             duration_ms,
@@ -275,7 +271,7 @@ class SessionStore:
         returns: a GetItem of the metadata item (a missing, expired or foreign session raises),
         then a Query of the ``tool#`` range. Calls claimed but never recorded are left out."""
         validate.session(session_id, owner)
-        return iter(tool_calls.read_history(self.backend, self.memory, session_id, owner))
+        return iter(tool_calls.read_history(self.table, session_id, owner))
 
     @telemetry.traced("context")
     def context(
@@ -291,20 +287,19 @@ class SessionStore:
         def each_page() -> AbstractContextManager[Any]:
             return telemetry.operation("read_page", session_id, client=self.client)
 
-        return context.read(self.backend, self.memory, session_id, owner, after, each_page)
+        return context.read(self.table, session_id, owner, after, each_page)
 
     @telemetry.traced("load")
     def load(self, session_id: str, *, owner: str | None = None) -> Loaded:
         """Metadata, context and live tool-call history from one Query (``metadata`` to the last
         ``tool#`` key, following ``LastEvaluatedKey``): ``Loaded(session, context, tool_calls)``."""
         validate.session(session_id, owner)
-        b, m = self.backend, self.memory
-        session, first, items = reads.head(b, m, session_id, owner, schema.TOOLS_END)
+        session, first, items = reads.head(self.table, session_id, owner, schema.TOOLS_END)
         pages: list[dict[str, Any]] = []
         calls: list[dict[str, Any]] = []
         for item in items:
             (pages if item["sk"].startswith(schema.PAGE_PREFIX) else calls).append(item)
-        now_s = b.now_ms() // 1000
+        now_s = self.table.now_ms() // 1000
         recent = context.recent_reservations(first, now_s)
         texts = [text for _, text in context.read_context(session, pages, None, now_s, recent)]
         return Loaded(session, Context(tuple(texts)), tool_calls.history(calls, now_s))

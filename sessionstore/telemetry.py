@@ -35,7 +35,7 @@ reasons), which may be another principal's.
 The counts and how units are computed: ``metering``.
 
 Layer: the top, an observer. The facade (``store``, ``claims``) decorates its operations with
-``traced``; nothing in the write path (``backend``, ``wire``, ``observe``) imports it. Why: a
+``traced``; nothing in the write path (``table``, ``wire``, ``observe``) imports it. Why: a
 span is a view of the work, not part of it -- the driver and the wire report through
 ``observe``, and a process without OpenTelemetry runs the same writes.
 

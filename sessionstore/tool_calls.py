@@ -1,6 +1,6 @@
 """Idempotent tool calls: one item per call, put once, completed in place.
 
-Layer: a pattern module, over ``backend`` and ``memory``; ``claims`` builds on it.
+Layer: a pattern module, over ``table`` (its ``memory`` inside); ``claims`` builds on it.
 
 A tool call is one item at ``tool#<id>`` in its session's partition (``CallItem``); the id is
 the idempotency key, stable across retries, instances and time. The item is ``claimed`` (put
@@ -30,7 +30,6 @@ from enum import Enum
 from typing import Any, ClassVar
 
 from . import codec, reads, schema, sizing, validate
-from .backend import Again, Backend, Plan
 from .clock import format_timestamp
 from .codec import JSON
 from .conditions import (
@@ -49,8 +48,8 @@ from .errors import DynamoDBError, InvalidInput, ItemTooLarge, SessionNotActive,
 from .ids import MAX_ID_LENGTH, validate_id
 from .item import WIDEST_TTL, Meta, alive, idle_ahead, idle_moved, live, session_from_item
 from .lifecycle import status_is
-from .memory import Memory
 from .models import Session, Status, ToolCallRecord
+from .table import Again, Plan, Table
 from .wire import Cancelled, ConditionFailed
 
 
@@ -358,8 +357,7 @@ class Call:
 
 
 def record(
-    backend: Backend,
-    memory: Memory,
+    table: Table,
     call: Call,
     output: JSON,
     duration_ms: int,
@@ -375,22 +373,22 @@ def record(
         validate.ttl(ttl_seconds)
     output_text = codec.encode(output, "output")
     session_id, owner = call.session_id, call.owner
-    now_ms = backend.now_ms()
+    now_ms = table.now_ms()
     if ttl_seconds is not None:
         ttl = now_ms // 1000 + ttl_seconds
     else:
-        seen = memory.hint(session_id, owner, now_ms // 1000)
-        ttl = (seen or reads.read(backend, memory, session_id, owner)).ttl
+        seen = table.memory.hint(session_id, owner, now_ms // 1000)
+        ttl = (seen or reads.read(table, session_id, owner)).ttl
     at = format_timestamp(now_ms)
     item = call_item(session_id, call.tool_call_id, call.tool_name, call.fingerprint, at, ttl)
     item |= recorded_fields(call.input_text, output_text, duration_ms, at)
-    size = record_size(item, backend.item_size_limit)
+    size = record_size(item, table.item_size_limit)
     if size is not None:
-        raise ItemTooLarge(0, size, backend.item_size_limit)
-    plan = PutToolCall(backend.table, session_id, owner, item, exact_ttl=ttl_seconds is None)
-    put = backend.drive(plan, f"tool record {call.tool_call_id!r} of session {session_id!r}")
+        raise ItemTooLarge(0, size, table.item_size_limit)
+    plan = PutToolCall(table.name, session_id, owner, item, exact_ttl=ttl_seconds is None)
+    put = table.drive(plan, f"tool record {call.tool_call_id!r} of session {session_id!r}")
     if put.learnt is not None:
-        memory.remember(put.learnt)
+        table.memory.remember(put.learnt)
     if not put.taken:
         return record_from_item(put.item)  # what this write stored
     held = put.item
@@ -403,13 +401,11 @@ def record(
     return stored
 
 
-def read_history(
-    backend: Backend, memory: Memory, session_id: str, owner: str | None
-) -> list[ToolCallRecord]:
+def read_history(table: Table, session_id: str, owner: str | None) -> list[ToolCallRecord]:
     """The session's live history: a GetItem of the metadata item (a missing, expired or
     foreign session raises), then a Query of the ``tool#`` range only (one Query from the
     metadata item would read every context page too)."""
-    reads.read(backend, memory, session_id, owner)
-    now_s = backend.now_ms() // 1000
-    items = backend.query(schema.pk(session_id), schema.TOOL_PREFIX, schema.TOOLS_END)
+    reads.read(table, session_id, owner)
+    now_s = table.now_ms() // 1000
+    items = table.query(schema.pk(session_id), schema.TOOL_PREFIX, schema.TOOLS_END)
     return history(items, now_s)

@@ -1,6 +1,6 @@
 """Talking to DynamoDB: wire conversion, and every failure translated into what it means.
 
-A request either succeeds or fails in one of the ways the attempt driver (``backend``) handles:
+A request either succeeds or fails in one of the ways the attempt driver (``table``) handles:
 ``ConditionFailed`` / ``Cancelled`` (a condition was false; they carry the item as it is, so the
 store explains the failure without a second read), ``Contended`` (refused because of other
 traffic, provably not applied; botocore does not retry it, so the driver backs off) or
@@ -13,7 +13,7 @@ thread-local, so it is right for threads and asyncio tasks alike. A write's atte
 landed and whose answer never reached us are reported to ``observe`` (``answers_lost``) when the
 send ends.
 
-Layer: the bottom of the write path, under ``backend``; it imports ``observe`` and nothing that
+Layer: the bottom of the write path, under ``table``; it imports ``observe`` and nothing that
 observes. Why: what a DynamoDB answer means is decided here once, for the driver and for whoever
 listens (telemetry imports these definitions rather than keeping its own).
 """

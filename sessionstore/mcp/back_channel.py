@@ -213,7 +213,7 @@ class BackChannel:
     async def _write_answer(
         self, session_id: str, ask_id: str, reply: dict[str, Any]
     ) -> asks.Delivery:
-        backend = self.store.store.backend
+        backend = self.store.store.table
         try:
             text = codec.encode(reply)
         except InvalidInput as exc:  # not JSON the store writes (NaN ...): the tool learns why

@@ -102,10 +102,8 @@ class Calls:
         )
 
     async def _run(self, operation: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        """A claims operation over the store's backend and memory, traced, on its threads."""
-        core = self.store.store
-        traced_operation = traced(operation)
-        return await self.store.run(traced_operation, core.backend, core.memory, *args, **kwargs)
+        """A claims operation over the store's table, traced, on its threads."""
+        return await self.store.run(traced(operation), self.store.store.table, *args, **kwargs)
 
     async def _claim(self, route: Route) -> claims.Outcome:
         ttl = (

@@ -66,8 +66,7 @@ def claim(
 ) -> Outcome:
     """``sessionstore.claims.claim``: claim ``tool_call_id`` for one execution, or say why not."""
     return traced(core.claim)(
-        store.backend,
-        store.memory,
+        store.table,
         session_id,
         tool_call_id,
         tool_name,
@@ -82,14 +81,12 @@ def start_round(
     store: SessionStore, claimed: Claim, round_number: int, *, lease_ms: int
 ) -> Outcome:
     """``sessionstore.claims.start_round``: take a later round of a call, once."""
-    return traced(core.start_round)(
-        store.backend, store.memory, claimed, round_number, lease_ms=lease_ms
-    )
+    return traced(core.start_round)(store.table, claimed, round_number, lease_ms=lease_ms)
 
 
 def suspend_round(store: SessionStore, claimed: Claim, round_number: int, answer_json: str) -> None:
     """``sessionstore.claims.suspend_round``: keep a round's answer for a re-sent round."""
-    traced(core.suspend_round)(store.backend, store.memory, claimed, round_number, answer_json)
+    traced(core.suspend_round)(store.table, claimed, round_number, answer_json)
 
 
 def complete(
@@ -102,8 +99,9 @@ def complete(
     duration_ms: int,
 ) -> None:
     """``sessionstore.claims.complete``: write the result of a claimed call into its item."""
-    b, m = store.backend, store.memory
-    traced(core.complete)(b, m, session_id, tool_call_id, claimed, arguments, output, duration_ms)
+    traced(core.complete)(
+        store.table, session_id, tool_call_id, claimed, arguments, output, duration_ms
+    )
 
 
 def put_record(
@@ -118,7 +116,6 @@ def put_record(
     ttl: int,
 ) -> Outcome | None:
     """``sessionstore.claims.put_record``: record a harmless call with one PutItem."""
-    b, m = store.backend, store.memory
     return traced(core.put_record)(
-        b, m, session_id, tool_call_id, tool_name, arguments, output, duration_ms, ttl=ttl
+        store.table, session_id, tool_call_id, tool_name, arguments, output, duration_ms, ttl=ttl
     )

@@ -56,14 +56,13 @@ class Held:
         claim, core = self.claim, self.store.store
         if claim is None or self.renewing:
             return
-        if self.until_ms - core.backend.now_ms() > self.lease_ms // 2:
+        if self.until_ms - core.table.now_ms() > self.lease_ms // 2:
             return
         self.renewing = True
         try:
             until = await self.store.run(
                 traced(leases.renew),
-                core.backend,
-                core.memory,
+                core.table,
                 claim,
                 self.round_number,
                 lease_ms=self.lease_ms,

@@ -150,13 +150,13 @@ class Relay:
         self, message: SessionMessage, request: JSONRPCRequest, waits: TaskGroup
     ) -> SessionMessage | None:
         store = self.store
-        backend = store.store.backend
+        table = store.store.table
         wait_ms = int(self.wait_seconds * 1000)
         sid = self.session.session_id
         await self.lease.keep()  # the tool waits from now on
         try:
             ask_id, deadline = await store.run(
-                asks.ask, backend, sid, backend.token(), request.method, wait_ms
+                asks.ask, table, sid, table.token(), request.method, wait_ms
             )
         except SessionStoreError as exc:
             await self._answer(request.id, ErrorData(code=INTERNAL_ERROR, message=str(exc)))
@@ -187,12 +187,12 @@ class Relay:
 
     async def _poll(self, request_id: RequestId, ask_id: str, deadline_ms: int) -> None:
         store = self.store
-        backend = store.store.backend
+        table = store.store.table
         session_id, owner = self.session.session_id, self.session.owner
         for pause in _schedule(self.wait_seconds):
             await anyio.sleep(pause)
             try:
-                text = await store.run(asks.poll, backend, session_id, ask_id, owner)
+                text = await store.run(asks.poll, table, session_id, ask_id, owner)
             except Unavailable as exc:  # the store, not the session: poll again
                 logger.warning("session %s: poll for an answer failed: %s", session_id, exc)
                 continue
@@ -203,11 +203,11 @@ class Relay:
             if text is not None:
                 await self._answer(request_id, _reply(text))
                 try:
-                    await store.run(asks.settle, backend, session_id, ask_id)
+                    await store.run(asks.settle, table, session_id, ask_id)
                 except SessionStoreError as exc:  # only bytes left for TTL: say so, go on
                     logger.warning("session %s: answer not removed: %s", session_id, exc)
                 return
-            if backend.now_ms() >= deadline_ms + _MARGIN * 1000:
+            if table.now_ms() >= deadline_ms + _MARGIN * 1000:
                 break
             await self.lease.keep()
         why = f"no answer from the client within {self.wait_seconds:g} s"

@@ -281,8 +281,7 @@ def test_an_id_claimed_but_not_recorded_is_a_conflict_and_writes_nothing(
     store: ss.SessionStore, active: ss.Session, client: Any, table: str
 ) -> None:
     sid = active.session_id
-    b, m = store.backend, store.memory
-    claims.claim(b, m, sid, "c1", "t", {}, owner="alice", ttl=active.ttl, lease_ms=60_000)
+    claims.claim(store.table, sid, "c1", "t", {}, owner="alice", ttl=active.ttl, lease_ms=60_000)
     before = scan(client, table)
     with pytest.raises(ss.ToolCallConflict) as caught:
         store.record_tool_call(sid, "c1", "t", {}, 1, 5, owner="alice")

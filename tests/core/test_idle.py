@@ -40,8 +40,7 @@ def _now_s(clock: ss.ManualClock) -> int:
 
 def _claim(store: ss.SessionStore, sid: str, call: str, ttl: int) -> claims.Outcome:
     return claims.claim(
-        store.backend,
-        store.memory,
+        store.table,
         sid,
         call,
         "search",

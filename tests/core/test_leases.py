@@ -16,11 +16,11 @@ def test_a_lease_is_renewed_only_while_the_claim_is_ours_and_running(
 ) -> None:
     """``leases.renew``: one conditional UpdateItem; it never takes another delivery's claim,
     reopens a recorded call, nor revives a lease that ran out."""
-    backend, memory, sid = store.backend, store.memory, active.session_id
+    table, sid = store.table, active.session_id
 
     def claim(call_id: str) -> claims.Claim:
         outcome = claims.claim(
-            backend, memory, sid, call_id, "t", {}, owner="alice", ttl=active.ttl, lease_ms=10_000
+            table, sid, call_id, "t", {}, owner="alice", ttl=active.ttl, lease_ms=10_000
         )
         assert outcome.state is claims.State.CLAIMED
         return outcome.claim
@@ -28,22 +28,20 @@ def test_a_lease_is_renewed_only_while_the_claim_is_ours_and_running(
     ours = claim("c-1")
     clock.advance(seconds=6)
     requests.reset()
-    assert leases.renew(backend, memory, ours, 1, lease_ms=10_000) == clock.now_ms() + 10_000
+    assert leases.renew(table, ours, 1, lease_ms=10_000) == clock.now_ms() + 10_000
     assert requests.operations == ["UpdateItem"]
     clock.advance(seconds=6)  # past the first lease, within the renewed one
     repeat = claims.claim(
-        backend, memory, sid, "c-1", "t", {}, owner="alice", ttl=active.ttl, lease_ms=10_000
+        table, sid, "c-1", "t", {}, owner="alice", ttl=active.ttl, lease_ms=10_000
     )
     assert repeat.state is claims.State.IN_PROGRESS
     stolen = dataclasses.replace(ours, token="someone-else")
-    assert leases.renew(backend, memory, stolen, 1, lease_ms=10_000) is None
-    assert leases.renew(backend, memory, ours, 2, lease_ms=10_000) is None  # not at round 2
-    claims.complete(backend, memory, sid, "c-1", ours, {}, {"ok": True}, 1)
-    assert leases.renew(backend, memory, ours, 1, lease_ms=10_000) is None  # recorded
+    assert leases.renew(table, stolen, 1, lease_ms=10_000) is None
+    assert leases.renew(table, ours, 2, lease_ms=10_000) is None  # not at round 2
+    claims.complete(table, sid, "c-1", ours, {}, {"ok": True}, 1)
+    assert leases.renew(table, ours, 1, lease_ms=10_000) is None  # recorded
     lapsed = claim("c-2")
     clock.advance(seconds=10)
-    assert leases.renew(backend, memory, lapsed, 1, lease_ms=10_000) is None
-    told = claims.claim(
-        backend, memory, sid, "c-2", "t", {}, owner="alice", ttl=active.ttl, lease_ms=10_000
-    )
+    assert leases.renew(table, lapsed, 1, lease_ms=10_000) is None
+    told = claims.claim(table, sid, "c-2", "t", {}, owner="alice", ttl=active.ttl, lease_ms=10_000)
     assert told.state is claims.State.UNKNOWN  # and it stays so

@@ -311,13 +311,12 @@ def test_an_item_this_store_did_not_write_in_the_tool_range_is_refused_not_a_key
     }
     client.put_item(TableName=table, Item=foreign)
     before = scan(client, table)
-    b, m = store.backend, store.memory
     for attempt in (
         lambda: list(store.tool_calls(sid, owner="alice")),
         lambda: store.load(sid, owner="alice"),
         lambda: record(store, sid, call),
         lambda: claims.claim(
-            b, m, sid, call, "search", {}, owner="alice", ttl=active.ttl, lease_ms=1
+            store.table, sid, call, "search", {}, owner="alice", ttl=active.ttl, lease_ms=1
         ),
     ):
         with pytest.raises(ss.DynamoDBError) as caught:
@@ -333,20 +332,19 @@ def test_one_conflict_for_a_record_and_a_claim_under_an_id_taken_by_another_requ
     ``ToolCallConflict`` (the MCP layer maps it to -32066), whichever of them took it."""
     sid = active.session_id
     original = record(store, sid, "c1")
-    b, m = store.backend, store.memory
     claimed = claims.claim(
-        b, m, sid, "c2", "search", {"q": "x"}, owner="alice", ttl=active.ttl, lease_ms=60_000
+        store.table, sid, "c2", "search", {"q": "x"}, owner="alice", ttl=active.ttl, lease_ms=60_000
     )
     assert claimed.state is claims.State.CLAIMED
     before = scan(client, table)
     with pytest.raises(ss.ToolCallConflict) as on_record:
         claims.claim(
-            b, m, sid, "c1", "search", {"q": "y"}, owner="alice", ttl=active.ttl, lease_ms=1
+            store.table, sid, "c1", "search", {"q": "y"}, owner="alice", ttl=active.ttl, lease_ms=1
         )
     assert on_record.value.stored == original and on_record.value.tool_call_id == "c1"
     with pytest.raises(ss.ToolCallConflict) as on_claim:
         claims.claim(
-            b, m, sid, "c2", "fetch", {"q": "x"}, owner="alice", ttl=active.ttl, lease_ms=1
+            store.table, sid, "c2", "fetch", {"q": "x"}, owner="alice", ttl=active.ttl, lease_ms=1
         )
     assert on_claim.value.stored is None and not on_claim.value.same_request
     with pytest.raises(ss.ToolCallConflict) as same_request:

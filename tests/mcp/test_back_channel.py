@@ -62,24 +62,24 @@ def _run(main: Callable[[], Awaitable[Any]]) -> Any:
 
 
 def test_an_ask_takes_its_first_answer_once(store: ss.SessionStore, active: ss.Session) -> None:
-    backend, sid = store.backend, active.session_id
-    q1, _ = asks.ask(backend, sid, "t-1", "sampling/createMessage", 60_000)
+    db, sid = store.table, active.session_id
+    q1, _ = asks.ask(db, sid, "t-1", "sampling/createMessage", 60_000)
     assert q1 == "1767268800000-t-1"  # the time first: asks sort in the order they were made
-    assert asks.poll(backend, sid, q1, "alice") is None
+    assert asks.poll(db, sid, q1, "alice") is None
 
     first = json.dumps({"result": {"text": "Paris"}})
-    assert asks.answer(backend, sid, q1, first) is asks.Delivery.TAKEN
+    assert asks.answer(db, sid, q1, first) is asks.Delivery.TAKEN
     # The same POST again (a client re-sending it) is taken as it was; another answer is not.
-    assert asks.answer(backend, sid, q1, first) is asks.Delivery.TAKEN
+    assert asks.answer(db, sid, q1, first) is asks.Delivery.TAKEN
     later = json.dumps({"result": {"text": "Lyon"}})
-    assert asks.answer(backend, sid, q1, later) is asks.Delivery.REPEATED
-    assert asks.poll(backend, sid, q1, "alice") == first
+    assert asks.answer(db, sid, q1, later) is asks.Delivery.REPEATED
+    assert asks.poll(db, sid, q1, "alice") == first
     # Read, the answer is removed; the ask stays answered.
-    asks.settle(backend, sid, q1)
-    assert asks.poll(backend, sid, q1, "alice") is None
-    assert asks.answer(backend, sid, q1, later) is asks.Delivery.REPEATED
+    asks.settle(db, sid, q1)
+    assert asks.poll(db, sid, q1, "alice") is None
+    assert asks.answer(db, sid, q1, later) is asks.Delivery.REPEATED
     # An answer to nothing is refused, and writes nothing.
-    assert asks.answer(backend, sid, "nobody-asked", first) is asks.Delivery.UNKNOWN
+    assert asks.answer(db, sid, "nobody-asked", first) is asks.Delivery.UNKNOWN
     (ask,) = [i for i in _items(store) if i["sk"].startswith(asks.ASK_PREFIX)]
     assert ask["sk"] == f"ask#{q1}" and "answer" not in ask and "answeredAt" in ask
 
@@ -87,49 +87,49 @@ def test_an_ask_takes_its_first_answer_once(store: ss.SessionStore, active: ss.S
 def test_an_answer_after_the_deadline_is_refused(
     store: ss.SessionStore, active: ss.Session, clock: ss.ManualClock
 ) -> None:
-    backend, sid = store.backend, active.session_id
-    q1, deadline = asks.ask(backend, sid, "t-1", "elicitation/create", 5_000)
+    db, sid = store.table, active.session_id
+    q1, deadline = asks.ask(db, sid, "t-1", "elicitation/create", 5_000)
     assert deadline == clock.now_ms() + 5_000
     clock.advance(seconds=5)
-    assert asks.answer(backend, sid, q1, '{"result":{}}') is asks.Delivery.UNKNOWN
-    assert asks.poll(backend, sid, q1, "alice") is None
+    assert asks.answer(db, sid, q1, '{"result":{}}') is asks.Delivery.UNKNOWN
+    assert asks.poll(db, sid, q1, "alice") is None
 
 
 def test_a_poll_ends_when_the_session_does(
     store: ss.SessionStore, active: ss.Session, clock: ss.ManualClock
 ) -> None:
-    backend, sid = store.backend, active.session_id
-    q1, _ = asks.ask(backend, sid, "t-1", "sampling/createMessage", 60_000)
+    db, sid = store.table, active.session_id
+    q1, _ = asks.ask(db, sid, "t-1", "sampling/createMessage", 60_000)
     with pytest.raises(SessionNotFound):
-        asks.poll(backend, sid, q1, "bob")  # another principal's session looks missing
+        asks.poll(db, sid, q1, "bob")  # another principal's session looks missing
     store.begin_close(sid, owner="alice")
     with pytest.raises(SessionNotActive):
-        asks.poll(backend, sid, q1, "alice")
+        asks.poll(db, sid, q1, "alice")
     other = store.create_session(owner="alice", ttl_seconds=60)
     store.activate(other.session_id, owner="alice")
-    q2, _ = asks.ask(backend, other.session_id, "t-2", "sampling/createMessage", 600_000)
+    q2, _ = asks.ask(db, other.session_id, "t-2", "sampling/createMessage", 600_000)
     clock.advance(seconds=61)
     with pytest.raises(SessionExpired):
-        asks.poll(backend, other.session_id, q2, "alice")
+        asks.poll(db, other.session_id, q2, "alice")
 
 
 def test_a_poll_is_one_query_of_small_items_and_reads_beside_the_session_are_unchanged(
     store: ss.SessionStore, active: ss.Session, clock: ss.ManualClock, requests: RequestLog
 ) -> None:
-    backend, sid = store.backend, active.session_id
+    db, sid = store.table, active.session_id
     store.append_context(sid, [{"role": "user", "text": "hi"}], owner="alice")
     # An earlier ask, answered with 300 KB, read and settled; then the one polled.
-    earlier, _ = asks.ask(backend, sid, "t-1", "sampling/createMessage", 60_000)
+    earlier, _ = asks.ask(db, sid, "t-1", "sampling/createMessage", 60_000)
     big = json.dumps({"result": {"text": "x" * 300_000}})
-    assert asks.answer(backend, sid, earlier, big) is asks.Delivery.TAKEN
+    assert asks.answer(db, sid, earlier, big) is asks.Delivery.TAKEN
     clock.advance(ms=1)
-    q2, _ = asks.ask(backend, sid, "t-2", "sampling/createMessage", 60_000)
-    asks.settle(backend, sid, earlier)
+    q2, _ = asks.ask(db, sid, "t-2", "sampling/createMessage", 60_000)
+    asks.settle(db, sid, earlier)
     requests.reset()
-    assert asks.poll(backend, sid, q2, "alice") is None
+    assert asks.poll(db, sid, q2, "alice") is None
     assert requests.operations == ["Query"]
     # What that Query read: the polled ask and the metadata item, 1 read unit.
-    polled = list(backend.query(schema.pk(sid), f"ask#{q2}", schema.META_SK))
+    polled = list(db.query(schema.pk(sid), f"ask#{q2}", schema.META_SK))
     assert [i["sk"] for i in polled] == [f"ask#{q2}", schema.META_SK]
     raw = [to_wire_item(i) for i in polled]
     assert sizing.query_read_units(sizing.item_size(i) for i in raw) == 1
@@ -143,12 +143,12 @@ def test_a_poll_is_one_query_of_small_items_and_reads_beside_the_session_are_unc
 def test_an_answer_past_the_bound_is_refused_whole(
     store: ss.SessionStore, active: ss.Session
 ) -> None:
-    backend, sid = store.backend, active.session_id
-    q1, _ = asks.ask(backend, sid, "t-1", "sampling/createMessage", 60_000)
+    db, sid = store.table, active.session_id
+    q1, _ = asks.ask(db, sid, "t-1", "sampling/createMessage", 60_000)
     huge = json.dumps({"result": {"text": "x" * asks.ANSWER_MAX_BYTES}})
     with pytest.raises(ItemTooLarge):
-        asks.answer(backend, sid, q1, huge)
-    assert asks.poll(backend, sid, q1, "alice") is None
+        asks.answer(db, sid, q1, huge)
+    assert asks.poll(db, sid, q1, "alice") is None
 
 
 # ---------------------------------------------------------------------------- over HTTP

@@ -279,16 +279,18 @@ def test_a_result_at_the_item_size_limit_is_kept_whatever_the_claim_holds(
     it fits, else as its size -- never refused after the tool ran."""
     sid = active.session_id
     arguments = {"a": 1}
-    b, m = store.backend, store.memory
     claimed = claims.claim(
-        b, m, sid, "c1", "tool", arguments, owner="alice", ttl=active.ttl, lease_ms=60_000
+        store.table, sid, "c1", "tool", arguments, owner="alice", ttl=active.ttl, lease_ms=60_000
     ).claim
     if rounds == 2:
-        assert claims.start_round(b, m, claimed, 2, lease_ms=60_000).state is claims.State.CLAIMED
+        assert (
+            claims.start_round(store.table, claimed, 2, lease_ms=60_000).state
+            is claims.State.CLAIMED
+        )
     at = format_timestamp(store.clock.now_ms())
     held = call_item(sid, "c1", "tool", claimed.fingerprint, at, claimed.ttl)
     empty = recorded_fields(codec.encode(arguments), codec.encode(""), 1, at)
     size = store.item_size_limit - sizing.item_size(item_to_wire({**held, **empty})) - slack
-    claims.complete(b, m, sid, "c1", claimed, arguments, "x" * size, 1)
+    claims.complete(store.table, sid, "c1", claimed, arguments, "x" * size, 1)
     (record,) = store.tool_calls(sid, owner="alice")
     assert record.output == "x" * size or list(record.output) == ["tooLarge"]

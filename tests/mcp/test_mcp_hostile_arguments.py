@@ -265,7 +265,7 @@ def test_a_hostile_value_is_refused_before_running_or_runs_once_and_is_replayed(
     sid, (first, again), routed = _run(main)
     assert len(set(routed)) == len(routed) == 2  # the repeat reached the other instance
     store = served.instances.stores[0]
-    calls = list(store.backend.query(schema.pk(sid), schema.TOOL_PREFIX, schema.TOOLS_END))
+    calls = list(store.table.query(schema.pk(sid), schema.TOOL_PREFIX, schema.TOOLS_END))
     if outcome == REFUSED:
         # Never ran, nothing claimed: a client's retry meets the same refusal, not a lost run.
         assert served.runs.runs == [], f"the tool ran and was answered {first}"
@@ -308,5 +308,5 @@ def test_an_output_json_cannot_hold_is_recorded_as_why_and_arguments_are_refused
     for arguments in ({"x": float("inf")}, {"x": float("nan")}, {"\ud800": 1}):
         with pytest.raises(ss.InvalidInput, match="arguments"):
             mcp_claims.claim(store, sid, "c-2", "t", arguments, owner="alice", ttl=ttl, lease_ms=1)
-    calls = store.backend.query(schema.pk(sid), schema.TOOL_PREFIX, schema.TOOLS_END)
+    calls = store.table.query(schema.pk(sid), schema.TOOL_PREFIX, schema.TOOLS_END)
     assert [c["toolCallId"] for c in calls] == ["c-1"]

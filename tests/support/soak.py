@@ -156,7 +156,7 @@ def read_contexts(store: Any, session_ids: Iterable[str]) -> dict[str, list[str]
         try:
             out[sid] = _message_ids(store.context(sid))
         except SessionExpired:  # idle past its timeout, still stored: the same reader, unchecked
-            items = list(store.backend.query(pk(sid), META_SK, PAGES_END))
+            items = list(store.table.query(pk(sid), META_SK, PAGES_END))
             now_s = store.clock.now_ms() // 1000
             recent = recent_reservations(items[0], now_s)
             texts = read_context(session_from_item(items[0]), items[1:], None, now_s, recent)

@@ -1,9 +1,9 @@
-"""The backend every pattern writes through: the table and its client, the clock, the ids, and
-the one loop that drives a write's attempts.
+"""The table every pattern works on: its name and client, the clock, the ids, the retry policy,
+this instance's memory of it, and the one loop that drives a write's attempts.
 
-Layer: under the pattern modules, over ``wire``. Why: a pattern module is straight-line code --
-validate, build a plan, ``backend.drive`` it, remember, return -- and everything about *sending*
-lives here, once.
+Layer: under the pattern modules, over ``wire`` and ``memory``. Why: a pattern module is
+straight-line code -- validate, build a plan, ``table.drive`` it, remember, return -- over one
+explicit object, and everything about *sending* lives here, once.
 
 A write is a *plan* (``Plan``): it builds a request and interprets what came back, without
 sending, sleeping or state; a refusal that calls for another attempt returns ``Again(next
@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, NoReturn, TypeVar
 
 from . import observe, sizing
@@ -29,11 +29,12 @@ from .clock import Clock
 from .conditions import Name, Request, Value, clause
 from .errors import DynamoDBError, InvalidInput, SessionStoreError, Unavailable
 from .ids import IdFactory, validate_token
+from .memory import Memory
 from .retry import RetryPolicy
 from .wire import Cancelled, ConditionFailed, Contended, Refused, install_hooks, send, to_python
 
 R = TypeVar("R")
-#: What ``Backend.query`` sends each page's request in.
+#: What ``Table.query`` sends each page's request in.
 PageScope = Callable[[], AbstractContextManager[Any]]
 
 #: Re-sends (same token) of a write whose outcome botocore's retries left unknown. A plain fault
@@ -73,18 +74,20 @@ class Plan(Generic[R]):
 
 
 @dataclass(frozen=True, slots=True)
-class Backend:
-    """The table, its client and what every write needs; validated when built."""
+class Table:
+    """The table, its client and what every write needs, validated when built; ``memory`` is
+    this instance's hints about the table's sessions (``Memory``), the one mutable part."""
 
     client: Any
-    table: str
+    name: str
     clock: Clock
     ids: IdFactory
     retry: RetryPolicy
     item_size_limit: int = sizing.MAX_ITEM_BYTES
+    memory: Memory = field(default_factory=Memory, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.table, str) or not self.table:
+        if not isinstance(self.name, str) or not self.name:
             raise InvalidInput("table_name must be a non-empty string")
         install_hooks(self.client)
 
@@ -102,11 +105,11 @@ class Backend:
         return validate_token(self.ids.token())
 
     def send(self, operation: str, request: dict[str, Any]) -> Any:
-        return send(self.client, operation, request, self.table, self.item_size_limit)
+        return send(self.client, operation, request, self.name, self.item_size_limit)
 
     def get(self, key: dict[str, Any]) -> dict[str, Any] | None:
         """One strongly consistent GetItem; the item python-typed, or None."""
-        request = {"TableName": self.table, "Key": key, "ConsistentRead": True}
+        request = {"TableName": self.name, "Key": key, "ConsistentRead": True}
         return to_python(self.send("get_item", request).get("Item"))
 
     def query(
@@ -117,7 +120,7 @@ class Backend:
         request is sent in (a page read after the operation returned is measured on its own)."""
         r, keys = Request(), (Name("pk"), Value(pk), Name("sk"), Value(low), Value(high))
         between = clause("range", "{} = {} AND {} BETWEEN {} AND {}", *keys).render(r)
-        request = {"TableName": self.table, "KeyConditionExpression": between, **r.params()}
+        request = {"TableName": self.name, "KeyConditionExpression": between, **r.params()}
         request["ConsistentRead"] = True
         while True:
             with each_page() if each_page is not None else nullcontext():
@@ -145,10 +148,10 @@ class Backend:
 class _Attempts:
     """One write's attempts: whether some may have landed, and how the last one ended."""
 
-    __slots__ = ("backend", "cause", "last", "resends", "uncertain", "what")
+    __slots__ = ("cause", "last", "resends", "table", "uncertain", "what")
 
-    def __init__(self, backend: Backend, what: str) -> None:
-        self.backend = backend
+    def __init__(self, table: Table, what: str) -> None:
+        self.table = table
         self.what = what
         self.uncertain = False  # some attempt may have landed and nothing has proven otherwise
         self.resends = 0
@@ -156,12 +159,12 @@ class _Attempts:
         self.cause: Unavailable | None = None  # the last fault, shown as the ending's cause
 
     def run(self, plan: Plan[R]) -> R:
-        retry = self.backend.retry
+        retry = self.table.retry
         for attempt in range(retry.max_attempts):
-            now_ms = self.backend.now_ms()
+            now_ms = self.table.now_ms()
             failure: Refused | Unavailable
             try:
-                response = self.backend.send(plan.operation, plan.request(now_ms))
+                response = self.table.send(plan.operation, plan.request(now_ms))
             except (Refused, Unavailable) as exc:
                 failure = exc
             except SessionStoreError as exc:  # e.g. refused as too large, an unexpected code
