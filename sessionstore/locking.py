@@ -11,10 +11,10 @@ version the refusal's ALL_OLD carries (one request per retry, never a re-read). 
 attribute changes and transitions go last writer wins: they are right on top of whatever version
 is current, so concurrent writers never refuse each other.
 
-``MetadataWrite`` adds to the edit's clauses (``Edit``) what every write has: alive and the
-caller's (``item.alive``), the version, the request token, the idle deadline moved on. Its
-refusal interpreter reads ALL_OLD once: our token, not live, the edit's verdict, a lagging
-clock, a stale version, a full token map.
+``MetadataWrite`` sends the edit's own clauses (``Edit``: the guard its notebook teaches), the
+version, and ``every_write``: what every write shares (alive and the caller's, ``updatedAt``,
+the request token and its room, the idle deadline moved on). Its refusal interpreter
+(``refused``, with a table) reads ALL_OLD once.
 """
 
 from __future__ import annotations
@@ -101,23 +101,29 @@ class MetadataWrite(Plan[Wrote]):
         return write_tokens.removable(self.seen_tokens, self.settled, self.token, now_s)
 
     def parts(self, now_ms: int) -> tuple[Update, Condition]:
-        """The update and the condition of this attempt, as values."""
+        """The update and the condition of this attempt, as values: the edit's own (its guard:
+        the lesson of its notebook), the version (02), and what every write shares."""
+        shared_update, shared_condition = self.every_write(now_ms)
+        update = self.edit.update() + version_up() + shared_update
+        condition = self.edit.condition() & version_is(self.version) & shared_condition
+        return update, condition
+
+    def every_write(self, now_ms: int) -> tuple[Update, Condition]:
+        """What every write to the metadata item carries, whatever its edit: the session alive
+        and the caller's (05), ``updatedAt``, the request token with room for it in ``tk``
+        (06), and -- unless our clock lags the item's -- the idle deadline moved on, never back
+        (05)."""
         now_s = now_ms // 1000
         gone = self.removed(now_s)
-        update = (
-            self.edit.update()
-            + set_("updated_at", "{} = {}", Name(Meta.UPDATED_AT), Value(format_timestamp(now_ms)))
-            + version_up()
-            + write_tokens.name_token(self.token, self.edit.token_value(now_s), gone)
-        )
+        at = set_("updated_at", "{} = {}", Name(Meta.UPDATED_AT), Value(format_timestamp(now_ms)))
+        token = write_tokens.name_token(self.token, self.edit.token_value(now_s), gone)
+        update = at + token
         condition = (
             alive(self.owner, now_s)
-            & self.edit.condition()
-            & version_is(self.version)
             & write_tokens.token_absent(self.token)
             & write_tokens.room(gone, self.seen_tokens)
         )
-        if self.extend:  # every accepted write keeps an idle session alive, never moving it back
+        if self.extend:
             moved, not_back = idle_moved(now_s)
             update, condition = update + moved, condition & not_back
         return update, condition
@@ -131,6 +137,22 @@ class MetadataWrite(Plan[Wrote]):
         return Wrote(session_from_item(item), self.removed(now_ms // 1000))
 
     def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Wrote | Again[Wrote]:
+        """Why the condition failed, read from ALL_OLD once, in this order:
+
+        ======================================  ==============================================
+        what the old item shows                 the ending
+        ======================================  ==============================================
+        our request token                       our lost attempt had landed: its result
+        missing, expired or another's           ``SessionNotFound`` / ``SessionExpired``
+        the edit's verdict (``Edit.judge``)     its result (nothing to write) or its error
+        an idle deadline ahead of our clock     ``Again``, not moving the deadline
+        another version, pinned by the caller   ``VersionConflict``
+        another version, pinned by us           ``Again`` on the version ALL_OLD shows
+        a full token map                        ``Again`` if this write frees room, else
+                                                ``TokensFull``
+        none of these                           ``DynamoDBError``: nothing explains it
+        ======================================  ==============================================
+        """
         assert isinstance(failure, ConditionFailed)
         old, now_s = failure.old, now_ms // 1000
         if old is not None and owned(old, self.owner) and write_tokens.carries(old, self.token):
