@@ -212,7 +212,10 @@ class CreateSession(Plan[None]):
     token: str
     attributes: dict[str, Any] | None = None  # wire form
 
-    operation: ClassVar[str] = "put_item"
+    # A property where other plans have a class constant: the attributes decide the operation.
+    @property
+    def operation(self) -> str:  # type: ignore[override]
+        return "put_item" if self.attributes is None else "transact_write_items"
 
     def request(self, now_ms: int) -> dict[str, Any]:
         put = put_item(self.table, self.item, absent(Meta.PK))
@@ -229,11 +232,6 @@ class CreateSession(Plan[None]):
         if old is not None and write_tokens.carries(old, self.token):
             return None
         raise SessionAlreadyExists(self.session_id)
-
-
-@dataclass(frozen=True, slots=True)
-class CreateWithAttributes(CreateSession):
-    operation: ClassVar[str] = "transact_write_items"
 
 
 def create(
@@ -262,8 +260,7 @@ def create(
         min(now_ms // 1000 + idle, ttl),
     )
     extra = attributes_item(session_id, token, 1, attrs, ttl) if attrs else None
-    kind = CreateSession if extra is None else CreateWithAttributes
-    plan = kind(
+    plan = CreateSession(
         table.name,
         session_id,
         item_to_wire(item),
