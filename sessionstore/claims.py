@@ -22,10 +22,8 @@ claimed, lease over, never recorded     ``UNKNOWN``: it may or may not have run;
 ======================================  =================================================
 
 A multi-round-trip call (a tool answering ``InputRequiredResult``) keeps its claim across
-rounds: each later round is taken once (``start_round``), and a round that asks the client for
-input leaves that answer in the item (``suspend_round``), so a round re-sent after a lost
-response gets it again instead of running again. A tool waiting for the client's answers has its
-lease renewed meanwhile (``leases``): "in progress" lasts as long as the wait.
+rounds, each taken once, and has its lease renewed while its tool waits for the client
+(``round_trips``): "in progress" lasts as long as the wait.
 
 A tool that is harmless to run twice (read-only or idempotent, by the server's own
 annotations) is not claimed: its result is put once, recorded, by ``put_record`` (one PutItem).
@@ -47,27 +45,64 @@ from typing import Any, ClassVar, TypeVar
 from . import codec, sizing, tool_calls
 from .clock import format_timestamp
 from .codec import JSON
-from .conditions import Condition, Name, Update, absent, assign, equals, remove, update_item
+from .conditions import (
+    Condition,
+    Field,
+    Name,
+    Update,
+    assign,
+    equals,
+    item_to_wire,
+    put_item,
+    remove,
+    update_item,
+)
 from .errors import ItemTooLarge, SessionExpired, ToolCallConflict
-from .ids import validate_id
+from .ids import MAX_ID_LENGTH, validate_id
 from .models import ToolCallRecord
-from .table import Plan, Table
-from .tool_calls import CallItem, CallState, call_item, call_key, record_from_item, state_of
+from .table import Again, Plan, Table
+from .tool_calls import (
+    CallItem,
+    CallState,
+    Put,
+    call_item,
+    call_key,
+    id_free,
+    record_from_item,
+    record_size,
+    state_of,
+)
 from .wire import Cancelled, ConditionFailed
 
 R = TypeVar("R")
 Item = Mapping[str, Any]  # a call item, python-typed
 CLAIMED, RECORDED = CallState.CLAIMED.value, CallState.RECORDED.value
 
-#: A round's answer larger than this is not kept: a re-sent round is then told "in progress".
-MAX_SUSPENDED_BYTES = 64 * 1024
+
+class ClaimItem(Field):
+    """A claimed call item's own attributes, beside the call's (``tool_calls.CallItem``)."""
+
+    CLAIM_TOKEN = "claimToken"  # the claim's token, kept once the result is in
+    LEASE_UNTIL = "leaseUntil"  # epoch ms: "in progress" until then; removed with the result
+    ROUND = "round"  # the round a multi-round-trip call has reached; absent: the first
+    ROUND_TOKEN = "roundToken"  # the delivery that took that round
+    SUSPENDED = "suspended"  # the answer of a round that asked the client for input
+    SUSPENDED_ROUND = "suspendedRound"  # the round that answer belongs to
 
 
-def call_fingerprint(tool_name: str, arguments: JSON) -> str:
-    """What makes two deliveries "the same call": the tool and its arguments. ``InvalidInput``,
-    before the claim, for arguments the completion could not write (NaN, ``1e400`` parsed as
-    an infinity, a lone surrogate, too deep): such a call never runs."""
-    return codec.fingerprint(codec.encode(tool_name, "tool_name"), arguments, what="arguments")
+#: What a claimed call's item may hold beside its record, at their widest: the claim's token and
+#: lease (an engine may size the item before it is removed), a later round's number and token.
+CLAIM_FIELDS: dict[str, Any] = {
+    ClaimItem.CLAIM_TOKEN: "x" * MAX_ID_LENGTH,
+    ClaimItem.LEASE_UNTIL: int("9" * 38),
+    ClaimItem.ROUND: int("9" * 38),
+    ClaimItem.ROUND_TOKEN: "x" * MAX_ID_LENGTH,
+}
+_CLAIMED_OVERHEAD = tool_calls.record_overhead(CLAIM_FIELDS)
+
+#: "the same call" (tool and arguments); called before the claim, so a call whose arguments no
+#: record could hold never runs.
+call_fingerprint = tool_calls.fingerprint
 
 
 class State(Enum):
@@ -95,13 +130,13 @@ class Claim:
 
     @classmethod
     def from_item(cls, item: Item) -> Claim:
-        lease = item.get(CallItem.LEASE_UNTIL)
+        lease = item.get(ClaimItem.LEASE_UNTIL)
         return cls(
             session_id=item[CallItem.SESSION_ID],
             tool_call_id=item[CallItem.TOOL_CALL_ID],
             tool_name=item[CallItem.TOOL_NAME],
             fingerprint=item[CallItem.FINGERPRINT],
-            token=item.get(CallItem.CLAIM_TOKEN),
+            token=item.get(ClaimItem.CLAIM_TOKEN),
             lease_until_ms=None if lease is None else int(lease),
             ttl=int(item[CallItem.TTL]),
         )
@@ -126,19 +161,19 @@ def answer(existing: Item, fingerprint: str, token: str, now_ms: int) -> Outcome
     if held.fingerprint != fingerprint:
         stored = record_from_item(existing) if state is CallState.RECORDED else None
         raise ToolCallConflict(held.session_id, held.tool_call_id, stored)
-    return _standing(existing, held, 1, now_ms)
+    return standing(existing, held, 1, now_ms)
 
 
-def _standing(existing: Item, held: Claim, round_number: int, now_ms: int) -> Outcome:
+def standing(existing: Item, held: Claim, round_number: int, now_ms: int) -> Outcome:
     """Where the call in ``existing`` stands for a delivery of round ``round_number`` that may
     not run: finished, suspended after that very round, running, or of unknown outcome."""
     if state_of(existing) is CallState.RECORDED:
         return Outcome(State.RECORDED, held, record_from_item(existing))
     if (
-        CallItem.SUSPENDED in existing
-        and int(existing.get(CallItem.SUSPENDED_ROUND, 0)) == round_number
+        ClaimItem.SUSPENDED in existing
+        and int(existing.get(ClaimItem.SUSPENDED_ROUND, 0)) == round_number
     ):
-        return Outcome(State.SUSPENDED, held, suspended=str(existing[CallItem.SUSPENDED]))
+        return Outcome(State.SUSPENDED, held, suspended=str(existing[ClaimItem.SUSPENDED]))
     if held.lease_until_ms is not None and now_ms < held.lease_until_ms:
         return Outcome(State.IN_PROGRESS, held)
     return Outcome(State.UNKNOWN, held)
@@ -146,12 +181,7 @@ def _standing(existing: Item, held: Claim, round_number: int, now_ms: int) -> Ou
 
 def still_claimed(claim: Claim) -> Condition:
     """The call is claimed, by ``claim`` (its token), and not completed yet."""
-    return equals(CallItem.CLAIM_TOKEN, claim.token) & equals(CallItem.STATE, CLAIMED)
-
-
-def round_is(number: int) -> Condition:
-    """A multi-round-trip call is at round ``number`` (the first: no round yet)."""
-    return absent(CallItem.ROUND) if number == 1 else equals(CallItem.ROUND, number)
+    return equals(ClaimItem.CLAIM_TOKEN, claim.token) & equals(CallItem.STATE, CLAIMED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +200,7 @@ class CompleteToolCall(Plan[None]):
         update = Update()
         for name, value in self.fields.items():
             update += assign(name, value)
-        update += remove(Name(CallItem.LEASE_UNTIL))
+        update += remove(Name(ClaimItem.LEASE_UNTIL))
         key = call_key(self.claim.session_id, self.claim.tool_call_id)
         return update_item(self.table, key, update, still_claimed(self.claim), returns=None)
 
@@ -181,7 +211,7 @@ class CompleteToolCall(Plan[None]):
         assert isinstance(failure, ConditionFailed)
         old = failure.old or {}
         if (
-            old.get(CallItem.CLAIM_TOKEN) == self.claim.token
+            old.get(ClaimItem.CLAIM_TOKEN) == self.claim.token
             and old.get(CallItem.STATE) == RECORDED
         ):
             return None  # our own completion landed; its response was lost
@@ -191,70 +221,27 @@ class CompleteToolCall(Plan[None]):
 
 
 @dataclass(frozen=True, slots=True)
-class StartRound(Plan[Item | None]):
-    """Take round ``round`` (2, 3, ...) of the call ``claim`` holds: one UpdateItem; None when
-    it is ours, else the item as the refusal showed it (``{}``: gone). A sealed
-    ``requestState`` proves the round was issued, not that it has not run, so it is claimed
-    like the call was: ``round`` moves from ``round - 1`` only while the call is still claimed,
-    and the delivery's own token beside it tells its lost response from a rival's. The lease
-    is renewed: a rival is told "in progress" while this round runs."""
+class PutRecord(Plan[Put]):
+    """A harmless call's record, ``held`` with ``fields``: one PutItem if the id is free; no
+    transaction re-checks the session (read just before): a re-run would change nothing."""
 
     table: str
-    claim: Claim
-    round: int
-    delivery: str
-    lease_ms: int
+    held: dict[str, Any]
+    fields: dict[str, Any]
 
-    operation: ClassVar[str] = "update_item"
+    operation: ClassVar[str] = "put_item"
 
     def request(self, now_ms: int) -> dict[str, Any]:
-        # The previous round's suspension is no longer an answer: the client has moved on.
-        update = (
-            assign(CallItem.ROUND, self.round)
-            + assign(CallItem.ROUND_TOKEN, self.delivery)
-            + assign(CallItem.LEASE_UNTIL, now_ms + self.lease_ms)
-            + remove(Name(CallItem.SUSPENDED), Name(CallItem.SUSPENDED_ROUND))
-        )
-        live = tool_calls.call_live(now_ms // 1000)
-        condition = still_claimed(self.claim) & live & round_is(self.round - 1)
-        key = call_key(self.claim.session_id, self.claim.tool_call_id)
-        return update_item(self.table, key, update, condition, returns=None)
+        return put_item(self.table, item_to_wire(self.held | self.fields), id_free(now_ms // 1000))
 
-    def succeeded(self, response: dict[str, Any], now_ms: int) -> Item | None:
-        return None
+    def succeeded(self, response: dict[str, Any], now_ms: int) -> Put:
+        return Put(self.held | self.fields)
 
-    def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Item | None:
+    def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Put | Again[Put]:
         assert isinstance(failure, ConditionFailed)
-        old = failure.old or {}
-        return None if old.get(CallItem.ROUND_TOKEN) == self.delivery else old  # None: ours, landed
-
-
-@dataclass(frozen=True, slots=True)
-class SuspendRound(Plan[None]):
-    """Keep round ``round``'s answer -- it asked the client for input -- in the call item, the
-    round still ours: a client that lost it and sends the round again gets it again (sealed
-    afresh by the SDK), not a call that can no longer finish. The next round removes it."""
-
-    table: str
-    claim: Claim
-    round: int
-    answer: str  # the ``InputRequiredResult`` as JSON text
-
-    operation: ClassVar[str] = "update_item"
-
-    def request(self, now_ms: int) -> dict[str, Any]:
-        update = assign(CallItem.SUSPENDED, self.answer) + assign(
-            CallItem.SUSPENDED_ROUND, self.round
-        )
-        condition = still_claimed(self.claim) & round_is(self.round)
-        key = call_key(self.claim.session_id, self.claim.tool_call_id)
-        return update_item(self.table, key, update, condition, returns=None)
-
-    def succeeded(self, response: dict[str, Any], now_ms: int) -> None:
-        return None
-
-    def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> None:
-        return None  # the round is no longer ours to answer for: nothing to keep
+        if failure.old is None:
+            return Again(self)  # gone between the check and now: the id is free again
+        return Put(failure.old, taken=True)
 
 
 def _too_large(text: str) -> str:
@@ -281,7 +268,7 @@ def _drive_result(
     forms = ((i, o), (_too_large(i), o), (_too_large(i), _too_large(o)))
     at, limit = held[CallItem.CALLED_AT], table.item_size_limit
     fields = [tool_calls.recorded_fields(*form, duration_ms, at) for form in forms]
-    fitting = [f for f in fields if tool_calls.record_size({**held, **f}, limit) is None]
+    fitting = [f for f in fields if record_size({**held, **f}, limit, _CLAIMED_OVERHEAD) is None]
     assert fitting, "a record without its input and output always fits"
     for form in fitting[:-1]:
         with suppress(ItemTooLarge):
@@ -315,8 +302,8 @@ def claim(
     item = call_item(session_id, tool_call_id, tool_name, fingerprint, at, ttl)
     item |= {
         CallItem.STATE: CLAIMED,
-        CallItem.CLAIM_TOKEN: token,
-        CallItem.LEASE_UNTIL: now_ms + lease_ms,
+        ClaimItem.CLAIM_TOKEN: token,
+        ClaimItem.LEASE_UNTIL: now_ms + lease_ms,
     }
     plan = tool_calls.PutToolCall(table.name, session_id, owner, item, exact_ttl=True)
     put = table.drive(plan, f"claim of tool call {tool_call_id!r} of session {session_id!r}")
@@ -325,31 +312,6 @@ def claim(
     if not put.taken:
         return Outcome(State.CLAIMED, Claim.from_item(put.item))
     return answer(put.item, fingerprint, token, table.now_ms())
-
-
-def start_round(table: Table, claimed: Claim, round_number: int, *, lease_ms: int) -> Outcome:
-    """Take round ``round_number`` (2, 3, ...) of the call ``claimed`` holds, or say why not:
-    one ``StartRound``. A round already taken is answered like a repeat of the call (``answer``);
-    ``SessionExpired`` when the item is gone, past its ttl or holds another claim."""
-    if claimed.token is None or round_number < 2:
-        raise ValueError("a later round needs its call's claim, with its token")
-    plan = StartRound(table.name, claimed, round_number, table.token(), lease_ms)
-    held = table.drive(plan, f"round {round_number} of tool call {claimed.tool_call_id!r}")
-    if held is None:
-        return Outcome(State.CLAIMED, claimed)
-    now_ms = table.now_ms()
-    if held.get(CallItem.CLAIM_TOKEN) != claimed.token or int(held[CallItem.TTL]) <= now_ms // 1000:
-        raise SessionExpired(claimed.session_id, claimed.ttl)
-    return _standing(held, Claim.from_item(held), round_number, now_ms)
-
-
-def suspend_round(table: Table, claimed: Claim, round_number: int, answer_json: str) -> None:
-    """Keep round ``round_number``'s ``InputRequiredResult`` (JSON text) for a re-sent round:
-    one ``SuspendRound``, unless it is too large to keep (``MAX_SUSPENDED_BYTES``)."""
-    if claimed.token is None or sizing.text_size(answer_json) > MAX_SUSPENDED_BYTES:
-        return
-    plan = SuspendRound(table.name, claimed, round_number, answer_json)
-    table.drive(plan, f"suspension of tool call {claimed.tool_call_id!r}")
 
 
 def complete(
@@ -371,7 +333,7 @@ def complete(
     held = call_item(
         session_id, tool_call_id, claimed.tool_name, claimed.fingerprint, at, claimed.ttl
     )
-    held |= tool_calls.CLAIM_FIELDS  # what the item may hold beside the result, at their widest
+    held |= CLAIM_FIELDS  # what the item may hold beside the result, at their widest
     plan = partial(CompleteToolCall, table.name, claimed)
     what = f"completion of tool call {tool_call_id!r}"
     _drive_result(table, held, (arguments, output, duration_ms), plan, what)
@@ -394,7 +356,7 @@ def put_record(
     fingerprint = call_fingerprint(tool_name, arguments)
     at = format_timestamp(table.now_ms())
     held = call_item(session_id, tool_call_id, tool_name, fingerprint, at, ttl)
-    plan = partial(tool_calls.PutRecord, table.name, held)
+    plan = partial(PutRecord, table.name, held)
     what = f"record of tool call {tool_call_id!r}"
     put = _drive_result(table, held, (arguments, output, duration_ms), plan, what)
     if not put.taken:

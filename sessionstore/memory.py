@@ -3,7 +3,8 @@
 Layer: held by the ``Table`` (``table.memory``), under the pattern modules, which reach it
 through the table they are given. Why: a hint lets the first attempt of a read-modify-write
 skip the read, and lets a write remove the old request tokens it saw -- but it is never the
-truth: a stale hint costs one retry and never refuses anything by itself. Three maps, each one ``Recent`` (a bounded, locked LRU):
+truth: a stale hint costs one retry and never refuses anything by itself. Three maps, each one
+``Recent`` (a bounded, locked LRU):
 
 * ``seen``: the last copy of each session (per incarnation; versions only go up within one);
 * ``settled``: this instance's finished writes per session, whose tokens in ``tk`` are dead, so

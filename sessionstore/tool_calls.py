@@ -54,8 +54,8 @@ from .wire import Cancelled, ConditionFailed
 
 
 class CallItem(Field):
-    """A call item's attributes: what every call has, then a recorded call's, then a claim's
-    (``claims``)."""
+    """A call item's attributes: what every call has, then a recorded call's; a claimed call
+    has more (``claims.ClaimItem``)."""
 
     PK = "pk"
     SK = "sk"  # ``tool#<id>``
@@ -70,12 +70,6 @@ class CallItem(Field):
     OUTPUT = "output"  # JSON text
     DURATION_MS = "durationMs"
     RECORDED_AT = "recordedAt"
-    CLAIM_TOKEN = "claimToken"  # the claim's token, kept once the result is in
-    LEASE_UNTIL = "leaseUntil"  # epoch ms: "in progress" until then; removed with the result
-    ROUND = "round"  # the round a multi-round-trip call has reached; absent: the first
-    ROUND_TOKEN = "roundToken"  # the delivery that took that round
-    SUSPENDED = "suspended"  # the answer of a round that asked the client for input
-    SUSPENDED_ROUND = "suspendedRound"  # the round that answer belongs to
 
 
 class CallState(Enum):
@@ -174,35 +168,29 @@ def history(items: Iterable[Mapping[str, Any]], now_s: int) -> list[ToolCallReco
 
 # ---------------------------------------------------------------------------- its size
 
-#: What a claimed call's item may hold beside its record, at their widest: the claim's token and
-#: lease (an engine may size the item before it is removed), a later round's number and token.
-CLAIM_FIELDS: dict[str, Any] = {
-    CallItem.CLAIM_TOKEN: "x" * MAX_ID_LENGTH,
-    CallItem.LEASE_UNTIL: int("9" * 38),
-    CallItem.ROUND: int("9" * 38),
-    CallItem.ROUND_TOKEN: "x" * MAX_ID_LENGTH,
-}
 
-
-def _record_overhead() -> int:
-    """The most bytes a recorded item holds besides its tool name, input and output texts."""
+def record_overhead(extra: Mapping[str, Any] | None = None) -> int:
+    """The most bytes a recorded item holds besides its tool name, input and output texts, with
+    the fields of ``extra`` (at their widest) beside them."""
     stamp = format_timestamp(0)  # always 24 characters
     widest = call_item("x" * MAX_ID_LENGTH, "x" * MAX_ID_LENGTH, "", "x" * 64, stamp, WIDEST_TTL)
-    widest |= recorded_fields("", "", int("9" * 38), stamp) | CLAIM_FIELDS
+    widest |= recorded_fields("", "", int("9" * 38), stamp) | dict(extra or {})
     return sizing.item_size(item_to_wire(widest))
 
 
-_RECORD_OVERHEAD = _record_overhead()
+_RECORD_OVERHEAD = record_overhead()
 
 
-def record_size(item: Mapping[str, Any], limit: int) -> int | None:
+def record_size(
+    item: Mapping[str, Any], limit: int, overhead: int = _RECORD_OVERHEAD
+) -> int | None:
     """The recorded item's size if it is over ``limit``, else None (measured only when a bound
-    does not settle it)."""
+    does not settle it: ``overhead``, from ``record_overhead``)."""
     # At most 4 UTF-8 bytes per character of the three texts: a bound of the item's size.
     characters = (
         len(item[CallItem.TOOL_NAME]) + len(item[CallItem.INPUT]) + len(item[CallItem.OUTPUT])
     )
-    if _RECORD_OVERHEAD + 4 * characters <= limit:
+    if overhead + 4 * characters <= limit:
         return None  # the usual case: no need to measure
     size = sizing.item_size(item_to_wire(item))
     return size if size > limit else None
@@ -300,33 +288,16 @@ class PutToolCall(Plan[Put]):
         raise DynamoDBError("TransactionCanceledException", repr(failure.reasons))
 
 
-@dataclass(frozen=True, slots=True)
-class PutRecord(Plan[Put]):
-    """A harmless call's record, ``held`` with ``fields``: one PutItem if the id is free; no
-    transaction re-checks the session (read just before): a re-run would change nothing."""
-
-    table: str
-    held: dict[str, Any]
-    fields: dict[str, Any]
-
-    operation: ClassVar[str] = "put_item"
-
-    def request(self, now_ms: int) -> dict[str, Any]:
-        return put_item(self.table, item_to_wire(self.held | self.fields), id_free(now_ms // 1000))
-
-    def succeeded(self, response: dict[str, Any], now_ms: int) -> Put:
-        return Put(self.held | self.fields)
-
-    def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Put | Again[Put]:
-        assert isinstance(failure, ConditionFailed)
-        if failure.old is None:
-            return Again(self)  # gone between the check and now: the id is free again
-        return Put(failure.old, taken=True)
-
-
 # ---------------------------------------------------------------------------- record_tool_call
 
 MAX_TOOL_NAME = 256  # characters
+
+
+def fingerprint(tool_name: str, arguments: JSON) -> str:
+    """What makes two deliveries "the same call": the tool and its arguments. ``InvalidInput``
+    for arguments no record could hold (NaN, ``1e400`` parsed as an infinity, a lone surrogate,
+    too deep)."""
+    return codec.fingerprint(codec.encode(tool_name, "tool_name"), arguments, what="arguments")
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,10 +321,10 @@ class Call:
             raise InvalidInput(
                 f"tool_name must be a non-empty string of at most {MAX_TOOL_NAME} characters"
             )
-        name_text = codec.encode(tool_name, "tool_name")
         input_text = codec.encode(input, "input")
-        digest = codec.fingerprint(name_text, input)
-        return cls(session_id, tool_call_id, tool_name, input_text, digest, owner)
+        return cls(
+            session_id, tool_call_id, tool_name, input_text, fingerprint(tool_name, input), owner
+        )
 
 
 def record(

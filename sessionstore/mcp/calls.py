@@ -7,7 +7,7 @@ the tool never runs twice under one id; the tool runs with ``current_session()``
 idempotent by the server's annotations) is not claimed: the session is checked, the tool runs,
 and ``claims.put_record`` puts its record. A tool that answers ``InputRequiredResult`` carries
 its claim to the round that finishes it (``rounds``); one that waits for the client's answers
-has its lease kept meanwhile (``leases``). The close tool runs with its session set
+has its lease kept meanwhile (``round_trips``). The close tool runs with its session set
 and is neither claimed nor recorded: closing is a lifecycle step. The ``claims`` operations are
 the core's (``sessionstore.claims``), run over the store's backend and memory, traced, on its
 threads.
@@ -24,7 +24,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, InputRequiredResult, TextContent
 
-from .. import claims
+from .. import claims, round_trips
 from ..aio import AsyncSessionStore
 from ..claims import State
 from ..codec import JSON
@@ -77,7 +77,7 @@ class Calls:
                         raise SessionExpired(route.session_id, claimed.ttl)
                     # A round runs at most once, however often its requestState is re-sent.
                     outcome = await self._run(
-                        claims.start_round, claimed, route.round_number, lease_ms=self.lease_ms
+                        round_trips.start_round, claimed, route.round_number, lease_ms=self.lease_ms
                     )
                     if outcome.state is not State.CLAIMED:
                         return _answer_repeat(outcome)
@@ -191,7 +191,7 @@ class Calls:
     ) -> None:
         text = answer.model_dump_json(by_alias=True, exclude_none=True)
         try:
-            await self._run(claims.suspend_round, claimed, round_number, text)
+            await self._run(round_trips.suspend_round, claimed, round_number, text)
         except SessionStoreError as exc:
             # The round itself succeeded: only a re-send of it would miss the kept answer.
             logger.warning(

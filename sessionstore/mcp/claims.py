@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from .. import claims as core
-from .. import leases, telemetry
+from .. import round_trips, telemetry
 from ..claims import Claim, Outcome, State, answer, call_fingerprint
 from ..codec import JSON
 from ..store import SessionStore
@@ -24,11 +24,11 @@ _TRACED: dict[Callable[..., Any], Callable[..., Any]] = {
     operation: telemetry.traced(name)(operation)
     for operation, name in (
         (core.claim, "claim_tool_call"),
-        (core.start_round, "start_round"),
-        (core.suspend_round, "suspend_round"),
+        (round_trips.start_round, "start_round"),
+        (round_trips.suspend_round, "suspend_round"),
         (core.complete, "complete_tool_call"),
         (core.put_record, "record_tool_call"),
-        (leases.renew, "renew_lease"),
+        (round_trips.renew, "renew_lease"),
     )
 }
 
@@ -80,13 +80,13 @@ def claim(
 def start_round(
     store: SessionStore, claimed: Claim, round_number: int, *, lease_ms: int
 ) -> Outcome:
-    """``sessionstore.claims.start_round``: take a later round of a call, once."""
-    return traced(core.start_round)(store.table, claimed, round_number, lease_ms=lease_ms)
+    """``sessionstore.round_trips.start_round``: take a later round of a call, once."""
+    return traced(round_trips.start_round)(store.table, claimed, round_number, lease_ms=lease_ms)
 
 
 def suspend_round(store: SessionStore, claimed: Claim, round_number: int, answer_json: str) -> None:
-    """``sessionstore.claims.suspend_round``: keep a round's answer for a re-sent round."""
-    traced(core.suspend_round)(store.table, claimed, round_number, answer_json)
+    """``sessionstore.round_trips.suspend_round``: keep a round's answer for a re-sent round."""
+    traced(round_trips.suspend_round)(store.table, claimed, round_number, answer_json)
 
 
 def complete(

@@ -1,6 +1,6 @@
 """The lease of the claim a tool holds, kept while the tool waits for the client.
 
-Layer: MCP, over the core's ``leases``. Why: a tool in a handshake-era session may ask the
+Layer: MCP, over the core's ``round_trips``. Why: a tool in a handshake-era session may ask the
 client several times (``back_channel``), and each wait is bounded, but not their sum: without a
 renewal a retry of the call is told "outcome unknown" while the tool still runs. The back
 channel puts a ``Held`` in each request's ASGI scope (``LEASE_SCOPE_KEY``); ``calls`` hands it
@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .. import leases
+from .. import round_trips
 from ..aio import AsyncSessionStore
 from ..claims import Claim
 from ..errors import SessionStoreError
@@ -61,7 +61,7 @@ class Held:
         self.renewing = True
         try:
             until = await self.store.run(
-                traced(leases.renew),
+                traced(round_trips.renew),
                 core.table,
                 claim,
                 self.round_number,

@@ -23,7 +23,7 @@ def suspend(
 ) -> InputRequiredResult:
     """The SDK seals ``requestState``, so the claim comes back only unaltered, from the same
     principal, for the same tool and arguments. Sealing proves the round was issued, not that
-    it has not run: ``next_round`` is taken once, in the table (``claims.start_round``)."""
+    it has not run: ``next_round`` is taken once, in the table (``round_trips.start_round``)."""
     if claimed is None:
         return result  # nothing claimed (a harmless tool): the rounds just run
     sealed = {

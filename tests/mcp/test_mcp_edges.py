@@ -14,7 +14,7 @@ from mcp.types import ToolAnnotations
 from mcp_types import INVALID_PARAMS, InputRequiredResult
 
 import sessionstore as ss
-from sessionstore import claims, codec, schema, sizing
+from sessionstore import claims, codec, round_trips, schema, sizing
 from sessionstore.clock import format_timestamp
 from sessionstore.conditions import item_to_wire
 from sessionstore.local import LocalDynamoDB
@@ -284,7 +284,7 @@ def test_a_result_at_the_item_size_limit_is_kept_whatever_the_claim_holds(
     ).claim
     if rounds == 2:
         assert (
-            claims.start_round(store.table, claimed, 2, lease_ms=60_000).state
+            round_trips.start_round(store.table, claimed, 2, lease_ms=60_000).state
             is claims.State.CLAIMED
         )
     at = format_timestamp(store.clock.now_ms())
