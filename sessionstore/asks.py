@@ -200,13 +200,4 @@ def poll(table: Table, session_id: str, ask_id: str, owner: str | None) -> str |
     return found
 
 
-__all__ = [
-    "ANSWER_MAX_BYTES",
-    "ASK_PREFIX",
-    "AskItem",
-    "Delivery",
-    "answer",
-    "ask",
-    "poll",
-    "settle",
-]
+__all__ = ["AskItem", "Delivery", "answer", "ask", "poll", "settle"]

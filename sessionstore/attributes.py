@@ -61,13 +61,7 @@ from .conditions import (
     set_,
     update_item,
 )
-from .errors import (
-    DynamoDBError,
-    InvalidInput,
-    ItemTooLarge,
-    SessionNotActive,
-    SessionStoreError,
-)
+from .errors import DynamoDBError, InvalidInput, ItemTooLarge, SessionNotActive, SessionStoreError
 from .item import ATTRIBUTES_MAX_BYTES as ATTRIBUTES_MAX_BYTES  # its bound, here too
 from .item import (
     EMPTY_MAP_BYTES,
@@ -82,6 +76,14 @@ from .locking import MetadataWrite
 from .models import Attributes, Session, Status, StoredAttributes
 from .table import Again, Plan, Table
 from .wire import Cancelled, ConditionFailed
+
+__all__ = [
+    "ATTRIBUTES_MAX_BYTES",
+    "RESERVED_ATTRIBUTE_NAMES",
+    "AttributesEdit",
+    "AttributesWrite",
+    "update",
+]
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}\Z")
 #: Names that would read like the store's own fields (on the item or on ``Session``), refused
@@ -305,14 +307,7 @@ def update(
         table.memory.forget_guess(session_id)
     token = table.token()
     meta = locking.planned(
-        table,
-        session_id,
-        owner,
-        edit,
-        token,
-        version=expected_version,
-        expected=True,
-        seen=seen,
+        table, session_id, owner, edit, token, version=expected_version, expected=True, seen=seen
     )
     try:
         # The conflict carries the session with its attributes, after remembering it bare.

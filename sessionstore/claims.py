@@ -74,6 +74,18 @@ from .tool_calls import (
 )
 from .wire import Cancelled, ConditionFailed
 
+__all__ = [
+    "Claim",
+    "ClaimItem",
+    "Outcome",
+    "State",
+    "answer",
+    "call_fingerprint",
+    "claim",
+    "complete",
+    "put_record",
+]
+
 R = TypeVar("R")
 Item = Mapping[str, Any]  # a call item, python-typed
 CLAIMED, RECORDED = CallState.CLAIMED.value, CallState.RECORDED.value

@@ -12,6 +12,8 @@ import boto3
 import botocore.session
 from botocore.config import Config
 
+__all__ = ["configured_endpoint", "connect"]
+
 if TYPE_CHECKING:
     from .local import LocalDynamoDB
 

@@ -12,6 +12,8 @@ import time
 from datetime import UTC, datetime
 from typing import Protocol
 
+__all__ = ["Clock", "ManualClock", "SystemClock", "format_timestamp", "parse_timestamp"]
+
 
 class Clock(Protocol):
     def now_ms(self) -> int:

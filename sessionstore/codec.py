@@ -18,6 +18,8 @@ from .errors import InvalidInput
 from .models import JSON as JSON  # the type, and its reader, are the models' (the bottom layer)
 from .models import decode as decode
 
+__all__ = ["JSON", "decode", "encode", "fingerprint"]
+
 #: Deeper values are refused: Python's own JSON decoder recurses and would fail to read them back.
 MAX_DEPTH = 256
 

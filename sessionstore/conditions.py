@@ -21,6 +21,29 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeSerializer
 
+__all__ = [
+    "TRUE",
+    "Clause",
+    "Condition",
+    "Field",
+    "Name",
+    "Request",
+    "Update",
+    "Value",
+    "absent",
+    "assign",
+    "clause",
+    "equals",
+    "exists",
+    "item_to_wire",
+    "put_item",
+    "readable",
+    "remove",
+    "set_",
+    "to_wire",
+    "update_item",
+]
+
 _SERIALIZER = TypeSerializer()
 
 

@@ -48,19 +48,15 @@ from .conditions import (
     put_item,
     set_,
 )
-from .errors import (
-    ContextFull,
-    DynamoDBError,
-    ItemTooLarge,
-    SessionNotActive,
-    Unavailable,
-)
+from .errors import ContextFull, DynamoDBError, ItemTooLarge, SessionNotActive, Unavailable
 from .ids import MAX_TOKEN_LENGTH
 from .item import Meta
 from .models import Session, Status
 from .table import PageScope, Plan, Table
 from .wire import Cancelled, ConditionFailed, send_by
 from .write_tokens import SEQ_SPAN, key, token_seq, token_time
+
+__all__ = ["AppendEdit", "ContextReader", "Limits", "PageItem", "WritePage", "append", "read"]
 
 
 class PageItem(Field):
@@ -252,13 +248,7 @@ def append(
     try:
         with reads.on_conflict(table):
             wrote = locking.write(
-                table,
-                session_id,
-                owner,
-                edit,
-                version=expected_version,
-                expected=True,
-                token=token,
+                table, session_id, owner, edit, version=expected_version, expected=True, token=token
             )
     except Unavailable as exc:
         if not exc.maybe_applied:

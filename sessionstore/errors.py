@@ -8,6 +8,27 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+__all__ = [
+    "ConflictRetriesExhausted",
+    "ContextFull",
+    "DynamoDBError",
+    "InvalidInput",
+    "InvalidTransition",
+    "ItemOverLimit",
+    "ItemTooLarge",
+    "RequestOverLimit",
+    "SessionAlreadyExists",
+    "SessionExpired",
+    "SessionNotActive",
+    "SessionNotFound",
+    "SessionStoreError",
+    "TableNotFound",
+    "TokensFull",
+    "ToolCallConflict",
+    "Unavailable",
+    "VersionConflict",
+]
+
 if TYPE_CHECKING:
     from .models import Session, Status, ToolCallRecord
 

@@ -10,6 +10,8 @@ from typing import Protocol
 
 from .errors import InvalidInput
 
+__all__ = ["MAX_ID_LENGTH", "CounterIds", "IdFactory", "RandomIds", "validate_id"]
+
 MAX_ID_LENGTH = 128
 #: A token names its write's entry in ``tk`` and is kept whole (a session's ``incarnation``, in
 #: page and call items), so its length is part of those items' size bounds: checked, not assumed.

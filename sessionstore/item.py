@@ -43,6 +43,19 @@ from .ids import MAX_ID_LENGTH, MAX_TOKEN_LENGTH
 from .models import Attributes, Session, Status, StoredAttributes
 from .write_tokens import KEY_LENGTH, SEQ_SPAN, TOKEN_CAP, key
 
+__all__ = [
+    "ATTRIBUTES_MAX_BYTES",
+    "IDLE_SKEW_S",
+    "METADATA_OVERHEAD",
+    "AttributesItem",
+    "Meta",
+    "alive",
+    "idle_moved",
+    "live",
+    "owned",
+    "session_from_item",
+]
+
 
 class Meta(Field):
     """The metadata item's attributes (the table above)."""

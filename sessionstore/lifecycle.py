@@ -55,6 +55,19 @@ from .models import Session, Status
 from .table import Again, Plan, Table
 from .wire import Cancelled, ConditionFailed, to_python
 
+__all__ = [
+    "TRANSITIONS",
+    "StatusEdit",
+    "close_and_expire",
+    "create",
+    "sources",
+    "status_in",
+    "status_is",
+    "touch",
+    "transition",
+    "update_status",
+]
+
 #: The only source of truth for the state machine.
 TRANSITIONS: dict[Status, frozenset[Status]] = {
     Status.INITIALIZING: frozenset({Status.ACTIVE, Status.CLOSING}),

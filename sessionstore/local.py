@@ -24,6 +24,8 @@ from typing import Any
 from .engine import backup as engine_backup
 from .sizing import MAX_ITEM_BYTES, number_size, text_size, value_size
 
+__all__ = ["LocalDynamoDB"]
+
 _LOCK = threading.RLock()
 _PATCHED: set[str] = set()
 #: The recursion limit while moto handles a DynamoDB request (see ``parse_long_expressions``).

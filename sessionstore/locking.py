@@ -39,6 +39,8 @@ from .models import Session
 from .table import Again, Plan, Table
 from .wire import Cancelled, ConditionFailed, to_python
 
+__all__ = ["Edit", "MetadataWrite", "Wrote", "version_is", "version_up", "write"]
+
 
 def version_is(version: int | None) -> Condition:
     """Pinned to ``version``, or -- None -- last writer wins: no condition."""

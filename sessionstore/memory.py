@@ -135,7 +135,7 @@ class Memory:
 
         def merge(old: tuple[str, ...], new: tuple[str, ...]) -> tuple[str, ...]:
             tokens = [t for t in old if key(t) not in removed and t != token]
-            return tuple([*tokens, *added][-TOKEN_CAP:])
+            return tuple([*tokens, *new][-TOKEN_CAP:])
 
         self.settled.put(session_id, added, merge)
 

@@ -11,6 +11,18 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple, TypeAlias, overload
 
+__all__ = [
+    "JSON",
+    "Attributes",
+    "Context",
+    "Loaded",
+    "Session",
+    "Status",
+    "StoredAttributes",
+    "ToolCallRecord",
+    "decode",
+]
+
 #: A JSON value as Python holds it (``codec`` checks and encodes them).
 JSON: TypeAlias = Any  # None | bool | int | float | str | list[JSON] | dict[str, JSON]
 

@@ -39,11 +39,7 @@ def get(table: Table, session_id: str, owner: str | None) -> Session:
 
 
 def head(
-    table: Table,
-    session_id: str,
-    owner: str | None,
-    high: str,
-    each_page: PageScope | None = None,
+    table: Table, session_id: str, owner: str | None, high: str, each_page: PageScope | None = None
 ) -> tuple[Session, dict[str, Any], Iterator[dict[str, Any]]]:
     """One Query of the session's items from the metadata item to ``high``: the live session
     with its attributes (their item sorts right after it), its item as read, and the items

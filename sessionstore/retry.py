@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 from . import validate
 
+__all__ = ["MAX_ATTEMPTS", "MAX_DELAY_S", "RetryPolicy"]
+
 #: Past these a policy is a mistake: a conflict retried a thousand times, or a minute apart,
 #: is an outage, not contention.
 MAX_ATTEMPTS = 1_000

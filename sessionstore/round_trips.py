@@ -38,6 +38,8 @@ from .table import Plan, Table
 from .tool_calls import CallItem, call_key, call_live
 from .wire import Cancelled, ConditionFailed
 
+__all__ = ["MAX_SUSPENDED_BYTES", "renew", "start_round", "suspend_round"]
+
 #: A round's answer larger than this is not kept: a re-sent round is then told "in progress".
 MAX_SUSPENDED_BYTES = 64 * 1024
 

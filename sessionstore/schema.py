@@ -33,6 +33,23 @@ from botocore.exceptions import ClientError
 
 from .wire import engine_lacks
 
+__all__ = [
+    "ASK_PREFIX",
+    "ATTRS_SK",
+    "META_SK",
+    "PAGE_PREFIX",
+    "TABLE_DEFINITION",
+    "TOOL_PREFIX",
+    "TTL_ATTRIBUTE",
+    "ask_sk",
+    "attrs_key",
+    "create_table",
+    "meta_key",
+    "page_sk",
+    "pk",
+    "tool_sk",
+]
+
 #: Just before ``META_SK``: a Query from an ask to the metadata item reads the two alone.
 ASK_PREFIX = "ask#"
 META_SK = "metadata"

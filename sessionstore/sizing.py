@@ -21,6 +21,17 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
+__all__ = [
+    "MAX_ITEM_BYTES",
+    "READ_UNIT_BYTES",
+    "WRITE_UNIT_BYTES",
+    "item_size",
+    "query_read_units",
+    "read_units",
+    "text_size",
+    "write_units",
+]
+
 MAX_ITEM_BYTES = 409_600
 WRITE_UNIT_BYTES = 1_024
 READ_UNIT_BYTES = 4_096

@@ -33,6 +33,8 @@ from .memory import Memory
 from .retry import RetryPolicy
 from .wire import Cancelled, ConditionFailed, Contended, Refused, install_hooks, send, to_python
 
+__all__ = ["Again", "Plan", "Table"]
+
 R = TypeVar("R")
 #: What ``Table.query`` sends each page's request in.
 PageScope = Callable[[], AbstractContextManager[Any]]

@@ -52,6 +52,17 @@ from .models import Session, Status, ToolCallRecord
 from .table import Again, Plan, Table
 from .wire import Cancelled, ConditionFailed
 
+__all__ = [
+    "Call",
+    "CallItem",
+    "CallState",
+    "call_key",
+    "fingerprint",
+    "history",
+    "read_history",
+    "record",
+]
+
 
 class CallItem(Field):
     """A call item's attributes: what every call has, then a recorded call's; a claimed call
@@ -328,11 +339,7 @@ class Call:
 
 
 def record(
-    table: Table,
-    call: Call,
-    output: JSON,
-    duration_ms: int,
-    ttl_seconds: int | None,
+    table: Table, call: Call, output: JSON, duration_ms: int, ttl_seconds: int | None
 ) -> ToolCallRecord:
     """Record ``call`` with its ``output``: one ``PutToolCall`` of the item ``recorded``, with
     the session's ttl (this instance's hint, or one GetItem) unless ``ttl_seconds`` says

@@ -31,6 +31,16 @@ from collections.abc import Mapping
 
 from .conditions import Clause, Condition, Name, Update, Value, clause, remove, set_
 
+__all__ = [
+    "TOKEN_CAP",
+    "TOKEN_HORIZON_S",
+    "carries",
+    "name_token",
+    "removable",
+    "room",
+    "token_absent",
+]
+
 #: At most this many tokens in ``tk`` (bounds the metadata item's size: ``item.METADATA_OVERHEAD``).
 TOKEN_CAP = 100
 #: A token longer than this is named by a digest of this length (an ``IdFactory`` may make
