@@ -122,13 +122,11 @@ class Condition:
         return ()
 
     def __and__(self, other: Condition) -> Condition:
-        parts = [p for c in (self, other) for p in (c.parts if isinstance(c, All) else (c,))]
-        parts = [p for p in parts if p is not TRUE]
-        return TRUE if not parts else parts[0] if len(parts) == 1 else All(tuple(parts))
+        parts = [p for p in Joined.flat("AND", self, other) if p is not TRUE]
+        return TRUE if not parts else parts[0] if len(parts) == 1 else Joined("AND", tuple(parts))
 
     def __or__(self, other: Condition) -> Condition:
-        parts = [p for c in (self, other) for p in (c.parts if isinstance(c, Either) else (c,))]
-        return Either(tuple(parts))
+        return Joined("OR", Joined.flat("OR", self, other))
 
     def __invert__(self) -> Condition:
         return Not(self)
@@ -162,31 +160,29 @@ class Is(Condition):
 
 
 @dataclass(frozen=True, slots=True)
-class All(Condition):
+class Joined(Condition):
+    """Conditions joined by ``word``: ``AND`` (``&``) or ``OR`` (``|``)."""
+
+    word: str
     parts: tuple[Condition, ...]
 
+    @staticmethod
+    def flat(word: str, *conditions: Condition) -> tuple[Condition, ...]:
+        """``conditions``, those joined by the same word spread out: ``a & (b & c)`` is one AND."""
+        return tuple(
+            p
+            for c in conditions
+            for p in (c.parts if isinstance(c, Joined) and c.word == word else (c,))
+        )
+
     def render(self, request: Request) -> str:
-        return " AND ".join(f"({p.render(request)})" for p in self.parts)
+        return f" {self.word} ".join(f"({p.render(request)})" for p in self.parts)
 
     def clauses(self) -> tuple[Clause, ...]:
         return tuple(c for p in self.parts for c in p.clauses())
 
     def __str__(self) -> str:
-        return " AND ".join(f"({p})" for p in self.parts)
-
-
-@dataclass(frozen=True, slots=True)
-class Either(Condition):
-    parts: tuple[Condition, ...]
-
-    def render(self, request: Request) -> str:
-        return " OR ".join(f"({p.render(request)})" for p in self.parts)
-
-    def clauses(self) -> tuple[Clause, ...]:
-        return tuple(c for p in self.parts for c in p.clauses())
-
-    def __str__(self) -> str:
-        return " OR ".join(f"({p})" for p in self.parts)
+        return f" {self.word} ".join(f"({p})" for p in self.parts)
 
 
 @dataclass(frozen=True, slots=True)
