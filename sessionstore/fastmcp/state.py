@@ -160,7 +160,7 @@ class StoreSessionState(SessionHandler):
         """Every key removed at once: pinned to the version read, read again on a conflict."""
         owner, sid = identity(session)
         for attempt in range(CLEAR_ATTEMPTS):
-            current = await self._open(session, owner, sid)
+            current = await self._open(owner, sid)
             if current is None:
                 return  # a per-user bucket never written: nothing to clear
             names = [n for n in current.attributes if n.startswith(KEY_PREFIXES)]
@@ -208,10 +208,10 @@ class StoreSessionState(SessionHandler):
 
     async def _attributes(self, session: Session) -> Mapping[str, Any]:
         owner, sid = identity(session)
-        current = await self._open(session, owner, sid)
+        current = await self._open(owner, sid)
         return {} if current is None else current.attributes
 
-    async def _open(self, session: Session, owner: str, sid: str) -> StoreSession | None:
+    async def _open(self, owner: str, sid: str) -> StoreSession | None:
         """The session as read now (one Query); ``InvalidSession`` unless it is active -- None
         for a per-user bucket not written yet. A bucket still ``initializing`` (its first write
         was interrupted before the activation, or raced another first write) is activated

@@ -17,7 +17,7 @@ stateless transport has no memory to wait in. So a session's requests are served
   only (``asks.answer``), and answered 202 once it is in the table -- 503 if the store failed,
   so the client may send it again;
 * meanwhile the call's claim stays "in progress": its lease is renewed when an ask is opened or
-  a poll finds no answer, once less than half of it is left (``leases``: 1 WCU per half lease
+  a poll finds no answer, once less than half of it is left (``lease_keeper``: 1 WCU per half lease
   spent asking).
 
 The wait is bounded (``wait_seconds``, 240 by default: then the tool sees a timeout error), each
@@ -58,7 +58,7 @@ from ..aio import AsyncSessionStore
 from ..errors import InvalidInput, ItemTooLarge, Unavailable
 from ..models import Session
 from . import asgi
-from .leases import LEASE_SCOPE_KEY, Held
+from .lease_keeper import LEASE_SCOPE_KEY, Held
 from .protocol import SESSION_SCOPE_KEY
 from .relay import ASK_ID_PREFIX, POLLS, Relay
 

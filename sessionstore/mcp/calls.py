@@ -1,16 +1,16 @@
 """A routed ``tools/call`` served at most once: claim, run, record, answer a repeat.
 
-MCP layer, the interceptor's second step (``middleware``), after ``routing``. ``claims.claim``
+MCP layer, the interceptor's second step (``extension``), after ``routing``. ``claims.claim``
 says whether this delivery may execute -- if not, the stored result or an error answers it, and
 the tool never runs twice under one id; the tool runs with ``current_session()`` set;
 ``claims.complete`` writes its result into the claimed item. A harmless tool (read-only or
 idempotent by the server's annotations) is not claimed: the session is checked, the tool runs,
 and ``claims.put_record`` puts its record. A tool that answers ``InputRequiredResult`` carries
 its claim to the round that finishes it (``rounds``); one that waits for the client's answers
-has its lease kept meanwhile (``round_trips``). The close tool runs with its session set
+has its lease kept meanwhile (``lease_keeper``). The close tool runs with its session set
 and is neither claimed nor recorded: closing is a lifecycle step. The ``claims`` operations are
-the core's (``sessionstore.claims``), run over the store's backend and memory, traced, on its
-threads.
+the core's (``sessionstore.claims``), each measured as an operation of its own (``traced``), run
+over the store's table on its threads.
 """
 
 from __future__ import annotations
@@ -24,15 +24,14 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, InputRequiredResult, TextContent
 
-from .. import claims, round_trips
+from .. import claims
 from ..aio import AsyncSessionStore
 from ..claims import State
 from ..codec import JSON
 from ..errors import SessionExpired, SessionStoreError
-from . import rounds
-from .claims import traced
+from . import rounds, traced
 from .errors import as_mcp, to_mcp_error
-from .leases import Held, held_in
+from .lease_keeper import Held, held_in
 from .protocol import REPLAYED_KEY, TOOL_CALL_IN_PROGRESS, TOOL_CALL_OUTCOME_UNKNOWN
 from .routing import Route
 from .sessions import Sessions
@@ -77,12 +76,12 @@ class Calls:
                         raise SessionExpired(route.session_id, claimed.ttl)
                     # A round runs at most once, however often its requestState is re-sent.
                     outcome = await self._run(
-                        round_trips.start_round, claimed, route.round_number, lease_ms=self.lease_ms
+                        traced.start_round, claimed, route.round_number, lease_ms=self.lease_ms
                     )
                     if outcome.state is not State.CLAIMED:
                         return _answer_repeat(outcome)
         except SessionStoreError as exc:
-            raise to_mcp_error(exc, route.session_id) from exc
+            raise to_mcp_error(exc) from exc
         return await self._execute(route, claimed, ttl, ctx, call_next)
 
     async def _close(
@@ -90,9 +89,7 @@ class Calls:
     ) -> HandlerResult:
         # Closing is a lifecycle step, not a call in the session's history.
         if route.checked is None:
-            await as_mcp(
-                self.store.get_session(route.session_id, owner=route.owner), route.session_id
-            )
+            await as_mcp(self.store.get_session(route.session_id, owner=route.owner))
         with as_current(self._view(route)):
             return await call_next(ctx)
 
@@ -102,8 +99,8 @@ class Calls:
         )
 
     async def _run(self, operation: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        """A claims operation over the store's table, traced, on its threads."""
-        return await self.store.run(traced(operation), self.store.store.table, *args, **kwargs)
+        """A ``traced`` claims operation over the store's table, on its threads."""
+        return await self.store.run(operation, self.store.store.table, *args, **kwargs)
 
     async def _claim(self, route: Route) -> claims.Outcome:
         ttl = (
@@ -112,7 +109,7 @@ class Calls:
             else await self.sessions.ttl(route.session_id, route.owner)
         )
         outcome = await self._run(
-            claims.claim,
+            traced.claim,
             route.session_id,
             route.tool_call_id,
             route.tool_name,
@@ -172,7 +169,8 @@ class Calls:
         started: int,
     ) -> Held | None:
         """Hand the claim to the back channel, which keeps its lease while the tool waits for
-        the client (``leases``); None when nothing is claimed or no back channel serves this."""
+        the client (``lease_keeper``); None when nothing is claimed or no back channel serves
+        this."""
         held = held_in(getattr(ctx.request, "scope", None))
         if held is None or claimed is None:
             return None
@@ -191,7 +189,7 @@ class Calls:
     ) -> None:
         text = answer.model_dump_json(by_alias=True, exclude_none=True)
         try:
-            await self._run(round_trips.suspend_round, claimed, round_number, text)
+            await self._run(traced.suspend_round, claimed, round_number, text)
         except SessionStoreError as exc:
             # The round itself succeeded: only a re-send of it would miss the kept answer.
             logger.warning(
@@ -208,10 +206,10 @@ class Calls:
         sid, call_id, arguments = route.session_id, route.tool_call_id, route.arguments
         try:
             if claimed is not None:
-                await self._run(claims.complete, sid, call_id, claimed, arguments, output, duration)
+                await self._run(traced.complete, sid, call_id, claimed, arguments, output, duration)
             else:
                 await self._run(
-                    claims.put_record,
+                    traced.put_record,
                     sid,
                     call_id,
                     route.tool_name,
@@ -221,7 +219,7 @@ class Calls:
                     ttl=ttl,
                 )
         except SessionStoreError as exc:
-            error = to_mcp_error(exc, sid)
+            error = to_mcp_error(exc)
             if claimed is None:  # harmless: it ran, but running it changed nothing
                 raise error from exc
             raise MCPError(

@@ -41,7 +41,7 @@ T = TypeVar("T")
 HOW_TO_OPEN: Final = f"open one ({OPEN_METHOD}) and send its id in _meta[{SESSION_ID_KEY!r}]"
 
 
-def to_mcp_error(exc: Exception, session_id: str | None = None) -> MCPError:
+def to_mcp_error(exc: Exception) -> MCPError:
     """Our errors as MCP errors a client can act on (never "Internal server error")."""
     if isinstance(exc, MCPError):
         return exc
@@ -86,12 +86,12 @@ def to_mcp_error(exc: Exception, session_id: str | None = None) -> MCPError:
     return MCPError(STORE_UNAVAILABLE, f"session store error: {exc}", {"reason": "store_error"})
 
 
-async def as_mcp(call: Awaitable[T], session_id: str | None = None) -> T:
+async def as_mcp(call: Awaitable[T]) -> T:
     """What ``call`` returns, our errors raised as MCP errors."""
     try:
         return await call
     except SessionStoreError as exc:
-        raise to_mcp_error(exc, session_id) from exc
+        raise to_mcp_error(exc) from exc
 
 
 def meta_id(meta: Any, key: str) -> str | None:

@@ -218,7 +218,7 @@ class SessionStoreExtension(Extension):
 
     async def _close(self, ctx: ServerRequestContext[Any, Any], params: Any) -> HandlerResult:
         session_id = required_session_id(params.meta if params is not None else None)
-        session = await as_mcp(self.sessions.end(session_id), session_id)
+        session = await as_mcp(self.sessions.end(session_id))
         return CloseSessionResult(session_id=session_id, status=session.status.value)
 
     def _open_tool_fn(self) -> Any:
@@ -239,7 +239,7 @@ class SessionStoreExtension(Extension):
         async def close_session(session_id: SessionHandle = None) -> OpenedSession:
             """Close the session: later calls with its session_id are refused."""
             current = current_session()  # the interceptor resolved and checked it
-            session = await as_mcp(self.sessions.end(current.session_id), current.session_id)
+            session = await as_mcp(self.sessions.end(current.session_id))
             return OpenedSession(
                 session_id=session.session_id, status=session.status.value, expires_at=session.ttl
             )

@@ -6,7 +6,7 @@ read stream, in memory. The relay gives the request an ask id and opens the ask 
 (``asks.ask``), polls the table for the answer (``asks.poll``) and hands it to the dispatcher as
 if the client had sent it here; then it removes the answer it read (``asks.settle``). Polls come
 after ``POLLS`` and then once a second, until a bounded wait is over or the session ends. While
-the tool waits, its claim's lease is kept (``leases.Held.keep``: when an ask is opened, and
+the tool waits, its claim's lease is kept (``lease_keeper.Held.keep``: when an ask is opened, and
 after each poll that found no answer).
 
 Nothing here may fail the server: a stream closed under the relay (the client gone, the
@@ -44,7 +44,7 @@ from .. import asks
 from ..aio import AsyncSessionStore
 from ..errors import SessionStoreError, Unavailable
 from ..models import Session
-from .leases import Held
+from .lease_keeper import Held
 
 #: The JSON-RPC id of a request this layer sent begins so: how an answer is recognised.
 ASK_ID_PREFIX: Final = "ask-"

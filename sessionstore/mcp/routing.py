@@ -1,6 +1,6 @@
 """Which session a ``tools/call`` runs in, under which key, and whether it is claimed.
 
-MCP layer, the interceptor's first step (``middleware``): decided from the request and the
+MCP layer, the interceptor's first step (``extension``): decided from the request and the
 server's own tools before anything is written, so a call the SDK will refuse anyway, or one
 that names no session, costs no request. The session can be named three ways (a handle
 argument, ``_meta``, the legacy ``Mcp-Session-Id``) and the key two (``_meta``, an idempotency

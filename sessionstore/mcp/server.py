@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import logging
 import operator
 import os
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import uvicorn
@@ -251,9 +252,23 @@ def _drop_sessionless_termination(record: logging.LogRecord) -> bool:
     return record.getMessage() != "Terminating session: None"
 
 
+class _Embedded(uvicorn.Server):
+    """uvicorn inside a process it does not own (a kernel, a test run): the process's signals
+    stay its owner's. uvicorn's own server takes SIGINT and SIGTERM in the main thread while it
+    serves and puts back, when it stops, the handlers it found -- so of two servers stopped in
+    the order they started, the last leaves the process the first one's handler, a stopped
+    server's; the SSE library's shutdown watcher looks that handler up in every thread, takes
+    the stopped server for a shutdown, and ends every later stream before its answer."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 class RunningServer:
     """An ASGI app served by uvicorn in this event loop, on a socket bound to loopback (what
-    the tests and notebooks use: ``MCPServer.run()`` cannot start inside a running loop).
+    the tests and notebooks use: ``MCPServer.run()`` cannot start inside a running loop). The
+    process's signal handlers are left as they are: Ctrl-C interrupts the kernel, not a server.
 
     ``async with RunningServer(app) as running: running.url`` -- port 0 picks a free one.
     """
@@ -283,7 +298,7 @@ class RunningServer:
         sock.listen(128)
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self._app, log_level="warning", lifespan="on")
-        self._server = uvicorn.Server(config)
+        self._server = _Embedded(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
         async with asyncio.timeout(timeout):
             while not self._server.started:  # bounded by the timeout

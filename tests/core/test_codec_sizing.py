@@ -9,6 +9,7 @@ import pytest
 
 import sessionstore as ss
 from sessionstore import codec, sizing
+from sessionstore.claims import call_fingerprint
 
 VALUES: list[Any] = [
     None,
@@ -106,8 +107,6 @@ def test_a_bad_value_is_named_where_it_stands_and_nothing_is_sent(
 
 
 def test_tool_call_fingerprints_refuse_what_json_cannot_hold() -> None:
-    from sessionstore.mcp.claims import call_fingerprint
-
     cyclic: list[Any] = []
     cyclic.append(cyclic)
     for bad in (cyclic, {"k": {1, 2}}, {1: "int key"}):

@@ -26,6 +26,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 import sessionstore as ss
+from sessionstore import claims
 from sessionstore.local import LocalDynamoDB
 from sessionstore.mcp import (
     RunningServer,
@@ -38,7 +39,6 @@ from sessionstore.mcp import (
     open_session,
     protocol,
 )
-from sessionstore.mcp import claims as claims_module
 from sessionstore.mcp.__main__ import main as mcp_main
 from sessionstore.mcp.protocol import SessionHandle
 from sessionstore.retry import RetryPolicy
@@ -309,10 +309,17 @@ def test_a_crash_between_claim_and_record_is_never_run_again(cluster: Cluster) -
             store = cluster.stores[0]
             # An instance claims and dies before recording: the claim is all that is left.
             ttl = store.get_session(sid).ttl
-            outcome = claims_module.claim(
-                store, sid, "lost", "echo", {"text": "x"}, owner=None, ttl=ttl, lease_ms=60_000
+            outcome = claims.claim(
+                store.table,
+                sid,
+                "lost",
+                "echo",
+                {"text": "x"},
+                owner=None,
+                ttl=ttl,
+                lease_ms=60_000,
             )
-            assert outcome.state is claims_module.State.CLAIMED
+            assert outcome.state is claims.State.CLAIMED
             calls = SessionCalls(client, sid)
             with pytest.raises(MCPError) as running:
                 await calls.call("echo", {"text": "x"}, tool_call_id="lost")
@@ -464,18 +471,18 @@ def test_claims_send_only_what_the_least_privilege_policy_grants(
     ttl = store.get_session(sid, owner="alice").ttl
     with Calls(client) as calls:
         first, busy = (
-            claims_module.claim(store, sid, "c1", "t", {}, owner="alice", ttl=ttl, lease_ms=1000)
+            claims.claim(store.table, sid, "c1", "t", {}, owner="alice", ttl=ttl, lease_ms=1000)
             for _ in range(2)
         )
-        claims_module.complete(store, sid, "c1", first.claim, {}, None, 1)
-        repeat = claims_module.claim(store, sid, "c1", "t", {}, owner="alice", ttl=ttl, lease_ms=1)
+        claims.complete(store.table, sid, "c1", first.claim, {}, None, 1)
+        repeat = claims.claim(store.table, sid, "c1", "t", {}, owner="alice", ttl=ttl, lease_ms=1)
         with pytest.raises(ss.SessionNotFound):
-            claims_module.claim(store, sid, "c2", "t", {}, owner="bob", ttl=ttl, lease_ms=1)
+            claims.claim(store.table, sid, "c2", "t", {}, owner="bob", ttl=ttl, lease_ms=1)
     assert (first.state, busy.state) == (
-        claims_module.State.CLAIMED,
-        claims_module.State.IN_PROGRESS,
+        claims.State.CLAIMED,
+        claims.State.IN_PROGRESS,
     )
-    assert repeat.state is claims_module.State.RECORDED
+    assert repeat.state is claims.State.RECORDED
     granted = _actions(_policy("iam-policy.json"))
     assert {f"dynamodb:{a}" for a in calls.iam_actions()} <= granted
     assert all(key == f"session#{sid}" for _, key in calls.leading_keys())
@@ -498,11 +505,11 @@ def test_a_claim_survives_contention_and_lost_responses(
     sid = store.activate(store.create_session().session_id).session_id
     ttl = store.get_session(sid).ttl
     with FaultInjector(store.client, script=[fault], operations=["TransactWriteItems"]) as faults:
-        outcome = claims_module.claim(store, sid, "c1", "t", {}, owner=None, ttl=ttl, lease_ms=1)
+        outcome = claims.claim(store.table, sid, "c1", "t", {}, owner=None, ttl=ttl, lease_ms=1)
     assert faults.injected[fault] == 1
-    assert outcome.state is claims_module.State.CLAIMED  # ours, also when the answer was lost
-    again = claims_module.claim(store, sid, "c1", "t", {}, owner=None, ttl=ttl, lease_ms=1)
-    assert again.state is not claims_module.State.CLAIMED  # exactly one claim exists
+    assert outcome.state is claims.State.CLAIMED  # ours, also when the answer was lost
+    again = claims.claim(store.table, sid, "c1", "t", {}, owner=None, ttl=ttl, lease_ms=1)
+    assert again.state is not claims.State.CLAIMED  # exactly one claim exists
 
 
 def test_a_completion_whose_response_is_lost_records_once(
@@ -511,9 +518,9 @@ def test_a_completion_whose_response_is_lost_records_once(
     store = _claim_store(engine, table, clock)
     sid = store.activate(store.create_session().session_id).session_id
     ttl = store.get_session(sid).ttl
-    mine = claims_module.claim(store, sid, "c1", "t", {"a": 1}, owner=None, ttl=ttl, lease_ms=1)
+    mine = claims.claim(store.table, sid, "c1", "t", {"a": 1}, owner=None, ttl=ttl, lease_ms=1)
     with FaultInjector(store.client, script=[Fault.LOST_RESPONSE], operations=["UpdateItem"]) as f:
-        claims_module.complete(store, sid, "c1", mine.claim, {"a": 1}, "out", 3)
+        claims.complete(store.table, sid, "c1", mine.claim, {"a": 1}, "out", 3)
     assert f.injected[Fault.LOST_RESPONSE] == 1  # the resend met its own recorded item
     (record,) = store.tool_calls(sid)
     assert (record.tool_call_id, record.input, record.output, record.duration_ms) == (
@@ -522,8 +529,8 @@ def test_a_completion_whose_response_is_lost_records_once(
         "out",
         3,
     )
-    repeat = claims_module.claim(store, sid, "c1", "t", {"a": 1}, owner=None, ttl=ttl, lease_ms=1)
-    assert repeat.state is claims_module.State.RECORDED and repeat.record == record
+    repeat = claims.claim(store.table, sid, "c1", "t", {"a": 1}, owner=None, ttl=ttl, lease_ms=1)
+    assert repeat.state is claims.State.RECORDED and repeat.record == record
 
 
 def test_a_completion_refused_when_the_claim_is_no_longer_ours(
@@ -532,23 +539,23 @@ def test_a_completion_refused_when_the_claim_is_no_longer_ours(
     store = _claim_store(engine, table, clock)
     session = store.activate(store.create_session(ttl_seconds=60).session_id)
     sid, ttl = session.session_id, session.ttl
-    old = claims_module.claim(store, sid, "c1", "t", {}, owner=None, ttl=ttl, lease_ms=1)
+    old = claims.claim(store.table, sid, "c1", "t", {}, owner=None, ttl=ttl, lease_ms=1)
     # Its time up, the id is free again and another delivery (of a new incarnation) takes it.
     clock.advance(seconds=61)
     store.client.delete_item(
         TableName=table, Key={"pk": {"S": f"session#{sid}"}, "sk": {"S": "metadata"}}
     )
     again = store.activate(store.create_session(session_id=sid, ttl_seconds=60).session_id)
-    new = claims_module.claim(store, sid, "c1", "t", {}, owner=None, ttl=again.ttl, lease_ms=1)
-    assert new.state is claims_module.State.CLAIMED and new.claim.token != old.claim.token
+    new = claims.claim(store.table, sid, "c1", "t", {}, owner=None, ttl=again.ttl, lease_ms=1)
+    assert new.state is claims.State.CLAIMED and new.claim.token != old.claim.token
     with pytest.raises(ss.SessionExpired):
-        claims_module.complete(store, sid, "c1", old.claim, {}, "late", 1)
+        claims.complete(store.table, sid, "c1", old.claim, {}, "late", 1)
     # Gone altogether (TTL swept it): the session's time ran out while the tool ran.
     store.client.delete_item(
         TableName=table, Key={"pk": {"S": f"session#{sid}"}, "sk": {"S": "tool#c1"}}
     )
     with pytest.raises(ss.SessionExpired):
-        claims_module.complete(store, sid, "c1", new.claim, {}, "late", 1)
+        claims.complete(store.table, sid, "c1", new.claim, {}, "late", 1)
     assert list(store.tool_calls(sid)) == []
 
 
@@ -562,10 +569,10 @@ def test_a_claim_contended_on_every_attempt_is_unavailable_and_writes_nothing(
     ttl = store.get_session(sid).ttl
     script = [Fault.TRANSACTION_CONFLICT] * 3
     with FaultInjector(store.client, script=script), pytest.raises(ss.Unavailable) as caught:
-        claims_module.claim(store, sid, "c1", "t", {}, owner=None, ttl=ttl, lease_ms=1)
+        claims.claim(store.table, sid, "c1", "t", {}, owner=None, ttl=ttl, lease_ms=1)
     assert not caught.value.maybe_applied
-    outcome = claims_module.claim(store, sid, "c1", "t", {}, owner=None, ttl=ttl, lease_ms=1)
-    assert outcome.state is claims_module.State.CLAIMED  # nothing was left behind
+    outcome = claims.claim(store.table, sid, "c1", "t", {}, owner=None, ttl=ttl, lease_ms=1)
+    assert outcome.state is claims.State.CLAIMED  # nothing was left behind
 
 
 def test_a_claim_with_another_incarnations_ttl_takes_the_sessions(
@@ -575,8 +582,8 @@ def test_a_claim_with_another_incarnations_ttl_takes_the_sessions(
     sid = store.activate(store.create_session().session_id).session_id
     ttl = store.get_session(sid).ttl
     with RequestLog(store.client) as log:
-        outcome = claims_module.claim(
-            store, sid, "c1", "t", {}, owner=None, ttl=ttl - 100, lease_ms=1
+        outcome = claims.claim(
+            store.table, sid, "c1", "t", {}, owner=None, ttl=ttl - 100, lease_ms=1
         )
     assert log.counts() == {"TransactWriteItems": 2}  # refused once, then the session's ttl
     assert outcome.claim.ttl == ttl

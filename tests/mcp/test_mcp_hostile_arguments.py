@@ -27,11 +27,10 @@ from mcp.types import ToolAnnotations
 from mcp_types import INVALID_PARAMS, PARSE_ERROR
 
 import sessionstore as ss
-from sessionstore import schema
+from sessionstore import claims, schema
 from sessionstore.claims import State
 from sessionstore.local import LocalDynamoDB
 from sessionstore.mcp import RunningServer, protocol
-from sessionstore.mcp import claims as mcp_claims
 from sessionstore.mcp.protocol import IdempotencyKey, SessionHandle
 from sessionstore.testing.proxy import RoundRobinProxy
 from tests.conftest import PREFIX
@@ -289,24 +288,26 @@ def test_a_hostile_value_is_refused_before_running_or_runs_once_and_is_replayed(
 def test_an_output_json_cannot_hold_is_recorded_as_why_and_arguments_are_refused_unclaimed(
     store: ss.SessionStore, active: ss.Session
 ) -> None:
-    """The store's claims, as the extension runs them: a tool's own output that JSON cannot
+    """The core's claims, which the extension runs: a tool's own output that JSON cannot
     hold (its NaN, a lone surrogate) still completes the call, so a repeat is answered from
     the record; arguments it could not hold are refused before anything is claimed."""
     sid, ttl = active.session_id, active.ttl
-    claimed = mcp_claims.claim(
-        store, sid, "c-1", "t", {"x": 1}, owner="alice", ttl=ttl, lease_ms=60_000
+    claimed = claims.claim(
+        store.table, sid, "c-1", "t", {"x": 1}, owner="alice", ttl=ttl, lease_ms=60_000
     )
     assert claimed.state is State.CLAIMED
     output = {"v": float("nan"), "s": "\ud800"}
-    mcp_claims.complete(store, sid, "c-1", claimed.claim, {"x": 1}, output, 5)
-    repeat = mcp_claims.claim(
-        store, sid, "c-1", "t", {"x": 1}, owner="alice", ttl=ttl, lease_ms=60_000
+    claims.complete(store.table, sid, "c-1", claimed.claim, {"x": 1}, output, 5)
+    repeat = claims.claim(
+        store.table, sid, "c-1", "t", {"x": 1}, owner="alice", ttl=ttl, lease_ms=60_000
     )
     assert repeat.state is State.RECORDED and repeat.record is not None
     assert repeat.record.input == {"x": 1}
     assert "not JSON compliant" in repeat.record.output["unrecordable"]
     for arguments in ({"x": float("inf")}, {"x": float("nan")}, {"\ud800": 1}):
         with pytest.raises(ss.InvalidInput, match="arguments"):
-            mcp_claims.claim(store, sid, "c-2", "t", arguments, owner="alice", ttl=ttl, lease_ms=1)
+            claims.claim(
+                store.table, sid, "c-2", "t", arguments, owner="alice", ttl=ttl, lease_ms=1
+            )
     calls = store.table.query(schema.pk(sid), schema.TOOL_PREFIX, schema.TOOLS_END)
     assert [c["toolCallId"] for c in calls] == ["c-1"]

@@ -17,11 +17,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .. import round_trips
 from ..aio import AsyncSessionStore
 from ..claims import Claim
 from ..errors import SessionStoreError
-from .claims import traced
+from . import traced
 
 #: ASGI scope key under which the back channel hands a request's ``Held`` to ``calls``.
 LEASE_SCOPE_KEY: Final = "io.sessionstore.lease"
@@ -61,7 +60,7 @@ class Held:
         self.renewing = True
         try:
             until = await self.store.run(
-                traced(round_trips.renew),
+                traced.renew_lease,
                 core.table,
                 claim,
                 self.round_number,
