@@ -55,6 +55,7 @@ class Forward(Generic[T]):
 
     def __init__(self, path: str) -> None:
         self.path, self._get = path, operator.attrgetter(path)
+        self.__doc__ = f"``{path}``, read-only."
 
     @overload
     def __get__(self, obj: None, owner: type[Any]) -> Forward[T]: ...
@@ -105,8 +106,8 @@ class SessionStore:
     item_size_limit = Forward[int]("table.item_size_limit")
 
     def create_table(self, *, wait: bool = True) -> bool:
-        """Create the table if missing, TTL on (idempotent; ``schema.create_table``): True if this
-        call created it."""
+        """Create the table if missing, with TTL on: idempotent, safe for every instance to call
+        at start (requests and races: ``schema.create_table``). True if this call created it."""
         return schema.create_table(self.client, self.table_name, wait=wait)
 
     @telemetry.traced("create_session")
@@ -198,11 +199,12 @@ class SessionStore:
         expected_version: int | None = None,
         owner: str | None = None,
     ) -> None:
-        """Set ``changes`` and delete ``remove`` among the session's ``attributes``: one
-        ``TransactWriteItems``, version + 1, nothing read back (a cold instance reads first). Last
-        writer wins per name, unless ``expected_version`` is given and not current
-        (``VersionConflict``). ``SessionNotActive`` if closed, ``ItemTooLarge`` past
-        ``ATTRIBUTES_MAX_BYTES``, ``RequestOverLimit`` (unsent) past about 278 short names."""
+        """Set ``changes`` and delete ``remove`` among the session's attributes (the ``attributes``
+        module): one ``TransactWriteItems``, the version up by one, nothing read back (a cold
+        instance reads first). Last writer wins per name; with ``expected_version``, another
+        current version raises ``VersionConflict``. ``SessionNotActive`` if closed,
+        ``ItemTooLarge`` past ``ATTRIBUTES_MAX_BYTES``, ``RequestOverLimit`` (unsent) past
+        DynamoDB's 4 KB expression limit (about 278 short names)."""
         validate.session(session_id, owner)
         attributes.update(self.table, session_id, changes, remove, expected_version, owner)
 
@@ -215,11 +217,12 @@ class SessionStore:
         expected_version: int | None = None,
         owner: str | None = None,
     ) -> Session:
-        """Append ``messages`` to an active session's ``context`` in order, exactly once: one
-        UpdateItem reserves the seqs, one PutItem stores the page; returns the session as it
-        left it. Appends never refuse each other, unless ``expected_version`` is given and not
-        current (``VersionConflict``). ``ContextFull``, ``ItemTooLarge``: nothing written.
-        ``Unavailable`` after the reservation: a hole readers skip (see its ``maybe_applied``)."""
+        """Append ``messages`` to an active session's context in order, exactly once (``context``):
+        one UpdateItem reserves the seqs, one PutItem stores the page; returns the session as it
+        left it. Concurrent appends never refuse each other; with ``expected_version``, another
+        current version raises ``VersionConflict``. ``ContextFull``, ``ItemTooLarge``: nothing
+        written. ``Unavailable`` after the reservation: a hole readers skip (``maybe_applied``
+        says whether the page may have landed)."""
         validate.session(session_id, owner)
         return context.append(
             self.table, self.limits, session_id, messages, expected_version, owner
