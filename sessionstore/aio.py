@@ -34,6 +34,8 @@ from .errors import InvalidInput
 from .ids import IdFactory
 from .store import Forward, SessionStore
 
+__all__ = ["MAX_WORKERS", "AsyncSessionStore"]
+
 P = ParamSpec("P")
 R = TypeVar("R")
 T = TypeVar("T")

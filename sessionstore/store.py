@@ -43,6 +43,8 @@ from .retry import RetryPolicy
 from .sizing import MAX_ITEM_BYTES
 from .table import Table
 
+__all__ = ["MAX_CONTEXT_BYTES", "MAX_CONTEXT_MESSAGES", "SessionStore"]
+
 #: Defaults of the context limits (``SessionStore(max_context_messages=, max_context_bytes=)``).
 MAX_CONTEXT_MESSAGES = 100_000
 MAX_CONTEXT_BYTES = 64 * 2**20
