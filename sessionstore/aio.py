@@ -58,7 +58,7 @@ def on_thread(
     astore.name(...)`` runs ``astore.store.name(...)`` on one of its worker threads."""
 
     async def call(self: AsyncSessionStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        bound: Callable[P, R] = getattr(self.store, method.__name__)  # a subclass's, if any
+        bound: Callable[P, R] = getattr(self.store, method.__name__)  # a subclass's own
         return await self.run(bound, *args, **kwargs)
 
     return _derived(call, method, inspect.signature(method))
