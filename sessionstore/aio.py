@@ -8,15 +8,21 @@ microseconds against a round trip of milliseconds. The threads are bounded by a 
 own (``max_workers``), so a burst of store calls cannot starve other ``to_thread`` users (sync
 MCP tools run there too) nor open unbounded connections.
 
+Each coroutine is derived from the method it runs (``on_thread``): it has that method's name,
+parameters, types and docstring, so the two cannot drift and no signature is written twice. A
+method that returns an iterator returns an async iterator here (``iterating``), whose every next
+item is taken on a worker thread too: a lazy reader's later pages are read there, not on the loop.
+
 Cancellation waits for the worker: a write that has been sent is never abandoned half-way, so a
 cancelled caller leaves the session exactly as a finished call would (the result is dropped).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from functools import partial
-from typing import Any, TypeVar
+import functools
+import inspect
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -24,17 +30,63 @@ from anyio.lowlevel import RunVar
 
 from . import validate
 from .clock import Clock
-from .codec import JSON
 from .errors import InvalidInput
 from .ids import IdFactory
-from .models import Loaded, Session, Status, ToolCallRecord
-from .store import SessionStore
+from .store import Forward, SessionStore
 
+__all__ = ["MAX_WORKERS", "AsyncSessionStore"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 #: Worker threads past this are a mistake: each blocks on one round trip at a time.
 MAX_WORKERS = 1_024
+#: What ``iterating`` adds to the docstring of the method it derives from.
+ITERATING = """
 
-_DONE = object()  # end of a paged iterator, passed back across the thread boundary
+        Here an async iterator, ``async for item in await astore.{name}(...)``: the call itself
+        runs as the synchronous one does, and each next item is taken on a worker thread."""
+
+_DONE = object()  # end of an iterator, passed back across the thread boundary
+
+
+def on_thread(
+    method: Callable[Concatenate[SessionStore, P], R],
+) -> Callable[Concatenate[AsyncSessionStore, P], Coroutine[Any, Any, R]]:
+    """``method`` of ``SessionStore`` as a coroutine of ``AsyncSessionStore``: ``await
+    astore.name(...)`` runs ``astore.store.name(...)`` on one of its worker threads."""
+
+    async def call(self: AsyncSessionStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        bound: Callable[P, R] = getattr(self.store, method.__name__)  # a subclass's own
+        return await self.run(bound, *args, **kwargs)
+
+    return _derived(call, method, inspect.signature(method))
+
+
+def iterating(
+    method: Callable[Concatenate[SessionStore, P], Iterator[T]],
+) -> Callable[Concatenate[AsyncSessionStore, P], Coroutine[Any, Any, AsyncIterator[T]]]:
+    """``on_thread`` for a method that returns an iterator: an async iterator of its items."""
+    start = on_thread(method)
+
+    async def call(
+        self: AsyncSessionStore, /, *args: P.args, **kwargs: P.kwargs
+    ) -> AsyncIterator[T]:
+        return self._drain(await start(self, *args, **kwargs))
+
+    signature = inspect.signature(method).replace(return_annotation="AsyncIterator")
+    return _derived(call, method, signature, ITERATING.format(name=method.__name__))
+
+
+def _derived(
+    call: F, method: Callable[..., Any], signature: inspect.Signature, more: str = ""
+) -> F:
+    functools.update_wrapper(call, method, assigned=("__name__",))  # and __wrapped__ = method
+    call.__qualname__ = f"AsyncSessionStore.{method.__name__}"
+    call.__doc__ = (method.__doc__ or "") + more
+    call.__signature__ = signature  # type: ignore[attr-defined]
+    return call
 
 
 class AsyncSessionStore:
@@ -62,21 +114,10 @@ class AsyncSessionStore:
         return cls(SessionStore(client, table_name, **kwargs), max_workers=max_workers)
 
     # The injected collaborators, for code that builds its own requests next to the store's.
-    @property
-    def client(self) -> Any:
-        return self.store.client
-
-    @property
-    def table_name(self) -> str:
-        return self.store.table_name
-
-    @property
-    def clock(self) -> Clock:
-        return self.store.clock
-
-    @property
-    def ids(self) -> IdFactory:
-        return self.store.ids
+    client = Forward[Any]("store.client")
+    table_name = Forward[str]("store.table_name")
+    clock = Forward[Clock]("store.clock")
+    ids = Forward[IdFactory]("store.ids")
 
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """Run any blocking ``fn(*args, **kwargs)`` on this store's bounded worker threads."""
@@ -85,129 +126,9 @@ class AsyncSessionStore:
         except LookupError:
             limiter = anyio.CapacityLimiter(self.max_workers)
             self._limiter.set(limiter)
-        return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=limiter)
-
-    async def create_table(self, *, wait: bool = True) -> bool:
-        return await self.run(self.store.create_table, wait=wait)
-
-    async def create_session(
-        self,
-        session_id: str | None = None,
-        *,
-        owner: str | None = None,
-        ttl_seconds: int = 86400,
-        idle_seconds: int | None = None,
-        attributes: Mapping[str, JSON] | None = None,
-    ) -> Session:
-        return await self.run(
-            self.store.create_session,
-            session_id,
-            owner=owner,
-            ttl_seconds=ttl_seconds,
-            idle_seconds=idle_seconds,
-            attributes=attributes,
+        return await anyio.to_thread.run_sync(
+            functools.partial(fn, *args, **kwargs), limiter=limiter
         )
-
-    async def touch(self, session_id: str, *, owner: str | None = None) -> Session:
-        return await self.run(self.store.touch, session_id, owner=owner)
-
-    async def get_session(self, session_id: str, *, owner: str | None = None) -> Session:
-        return await self.run(self.store.get_session, session_id, owner=owner)
-
-    async def transition(self, session_id: str, to: Status, *, owner: str | None = None) -> Session:
-        return await self.run(self.store.transition, session_id, to, owner=owner)
-
-    async def activate(self, session_id: str, *, owner: str | None = None) -> Session:
-        return await self.run(self.store.activate, session_id, owner=owner)
-
-    async def begin_close(self, session_id: str, *, owner: str | None = None) -> Session:
-        return await self.run(self.store.begin_close, session_id, owner=owner)
-
-    async def close(self, session_id: str, *, owner: str | None = None) -> Session:
-        return await self.run(self.store.close, session_id, owner=owner)
-
-    async def close_and_expire(
-        self, session_id: str, *, owner: str | None = None, expire_at: int
-    ) -> None:
-        await self.run(self.store.close_and_expire, session_id, owner=owner, expire_at=expire_at)
-
-    async def update_status(
-        self, session_id: str, status: Status, *, owner: str | None = None
-    ) -> Session:
-        return await self.run(self.store.update_status, session_id, status, owner=owner)
-
-    async def update_attributes(
-        self,
-        session_id: str,
-        changes: Mapping[str, JSON],
-        *,
-        remove: Sequence[str] = (),
-        expected_version: int | None = None,
-        owner: str | None = None,
-    ) -> None:
-        await self.run(
-            self.store.update_attributes,
-            session_id,
-            changes,
-            remove=remove,
-            expected_version=expected_version,
-            owner=owner,
-        )
-
-    async def append_context(
-        self,
-        session_id: str,
-        messages: Sequence[JSON],
-        *,
-        expected_version: int | None = None,
-        owner: str | None = None,
-    ) -> Session:
-        return await self.run(
-            self.store.append_context,
-            session_id,
-            messages,
-            expected_version=expected_version,
-            owner=owner,
-        )
-
-    async def record_tool_call(
-        self,
-        session_id: str,
-        tool_call_id: str,
-        tool_name: str,
-        input: JSON,
-        output: JSON,
-        duration_ms: int,
-        *,
-        owner: str | None = None,
-        ttl_seconds: int | None = None,
-    ) -> ToolCallRecord:
-        return await self.run(
-            self.store.record_tool_call,
-            session_id,
-            tool_call_id,
-            tool_name,
-            input,
-            output,
-            duration_ms,
-            owner=owner,
-            ttl_seconds=ttl_seconds,
-        )
-
-    async def tool_calls(
-        self, session_id: str, *, owner: str | None = None
-    ) -> AsyncIterator[ToolCallRecord]:
-        """``async for record in await store.tool_calls(sid)``: the session is checked before this
-        returns; later pages are read on a worker thread when the iteration reaches them."""
-        return self._drain(await self.run(self.store.tool_calls, session_id, owner=owner))
-
-    async def context(
-        self, session_id: str, *, owner: str | None = None, after: int | None = None
-    ) -> AsyncIterator[JSON]:
-        """``async for message in await store.context(sid)``: the session is checked before this
-        returns; pages are read on a worker thread when the iteration reaches them."""
-        messages = await self.run(self.store.context, session_id, owner=owner, after=after)
-        return self._drain(messages)
 
     async def _drain(self, items: Iterator[T]) -> AsyncIterator[T]:
         # next() may send a Query (a new page): never on the loop's thread. StopIteration
@@ -218,5 +139,19 @@ class AsyncSessionStore:
                 return
             yield item
 
-    async def load(self, session_id: str, *, owner: str | None = None) -> Loaded:
-        return await self.run(self.store.load, session_id, owner=owner)
+    create_table = on_thread(SessionStore.create_table)
+    create_session = on_thread(SessionStore.create_session)
+    get_session = on_thread(SessionStore.get_session)
+    touch = on_thread(SessionStore.touch)
+    transition = on_thread(SessionStore.transition)
+    activate = on_thread(SessionStore.activate)
+    begin_close = on_thread(SessionStore.begin_close)
+    close = on_thread(SessionStore.close)
+    close_and_expire = on_thread(SessionStore.close_and_expire)
+    update_status = on_thread(SessionStore.update_status)
+    update_attributes = on_thread(SessionStore.update_attributes)
+    append_context = on_thread(SessionStore.append_context)
+    record_tool_call = on_thread(SessionStore.record_tool_call)
+    tool_calls = iterating(SessionStore.tool_calls)
+    context = iterating(SessionStore.context)
+    load = on_thread(SessionStore.load)

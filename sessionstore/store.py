@@ -14,22 +14,24 @@ module              pattern                                     notebook
 ``tool_calls``      idempotent tool calls: one item per call    04
 ``lifecycle``       statuses, the guarded move, idle expiry     05
 ``write_tokens``    did my lost write land?                     06
-``table``           the table and the driver of every write       06
+``table``           the table and the driver of every write     06
 ==================  ==========================================  ========
 
-Each method's docstring gives its cost in requests. A failed condition returns the current item
-(``ReturnValuesOnConditionCheckFailure=ALL_OLD``), which is all it takes to tell "not found" from
-"expired" from "wrong status" from "stale version" -- and whether our own earlier attempt had in
-fact landed.
+Each method's docstring gives its cost in requests and its own errors; its module's, the why.
+Any call on a session may also raise ``InvalidInput`` (nothing sent), ``SessionNotFound``
+(missing, or another owner's), ``SessionExpired``, ``Unavailable`` and ``DynamoDBError``. A
+failed condition returns the current item (ALL_OLD), which tells these apart from a wrong status
+or a stale version -- and whether our own earlier attempt had in fact landed.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
-from typing import Any
+from functools import partial
+from typing import Any, Generic, Never, NoReturn, TypeVar, cast, overload
 
-from . import attributes, context, lifecycle, reads, schema, sizing, telemetry, tool_calls, validate
+from . import attributes, context, lifecycle, reads, schema, telemetry, tool_calls, validate
 from .attributes import attribute_texts
 from .clock import Clock, SystemClock
 from .codec import JSON
@@ -38,11 +40,36 @@ from .ids import IdFactory, RandomIds
 from .item import METADATA_OVERHEAD, WIDEST_CONTEXT_BYTES, WIDEST_COUNT, WIDEST_TTL
 from .models import Context, Loaded, Session, Status, ToolCallRecord
 from .retry import RetryPolicy
+from .sizing import MAX_ITEM_BYTES
 from .table import Table
+
+__all__ = ["MAX_CONTEXT_BYTES", "MAX_CONTEXT_MESSAGES", "SessionStore"]
 
 #: Defaults of the context limits (``SessionStore(max_context_messages=, max_context_bytes=)``).
 MAX_CONTEXT_MESSAGES = 100_000
 MAX_CONTEXT_BYTES = 64 * 2**20
+
+T = TypeVar("T")
+
+
+class Forward(Generic[T]):
+    """A read-only attribute read through another one, ``Forward[Clock]("table.clock")``: one
+    line where a property takes four, here and in ``aio``. Assigning it raises (and mypy refuses
+    it), as for a property without a setter."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self._get = path, operator.attrgetter(path)
+        self.__doc__ = f"``{path}``, read-only."
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> Forward[T]: ...
+    @overload
+    def __get__(self, obj: object, owner: type[Any]) -> T: ...
+    def __get__(self, obj: object, owner: type[Any]) -> Forward[T] | T:
+        return self if obj is None else cast(T, self._get(obj))
+
+    def __set__(self, obj: object, value: Never) -> NoReturn:
+        raise AttributeError(f"read-only: it is {self.path}")
 
 
 class SessionStore:
@@ -63,49 +90,28 @@ class SessionStore:
         clock: Clock | None = None,
         ids: IdFactory | None = None,
         retry: RetryPolicy | None = None,
-        item_size_limit: int = sizing.MAX_ITEM_BYTES,
+        item_size_limit: int = MAX_ITEM_BYTES,
         max_context_messages: int = MAX_CONTEXT_MESSAGES,
         max_context_bytes: int = MAX_CONTEXT_BYTES,
     ) -> None:
-        validate.int_in(
-            "item_size_limit", item_size_limit, METADATA_OVERHEAD + 1, sizing.MAX_ITEM_BYTES
-        )
+        validate.int_in("item_size_limit", item_size_limit, METADATA_OVERHEAD + 1, MAX_ITEM_BYTES)
         self.limits = Limits(
             validate.int_in("max_context_messages", max_context_messages, 1, WIDEST_COUNT),
             validate.int_in("max_context_bytes", max_context_bytes, 1, WIDEST_CONTEXT_BYTES),
         )
-        self.table = Table(
-            client,
-            table_name,
-            clock or SystemClock(),
-            ids or RandomIds(),
-            retry or RetryPolicy(),
-            item_size_limit,
-        )
+        clock, ids, retry = clock or SystemClock(), ids or RandomIds(), retry or RetryPolicy()
+        self.table = Table(client, table_name, clock, ids, retry, item_size_limit)
 
     # What the store was built with, read-only (the table is frozen).
-    @property
-    def client(self) -> Any:
-        return self.table.client
-
-    @property
-    def table_name(self) -> str:
-        return self.table.name
-
-    @property
-    def clock(self) -> Clock:
-        return self.table.clock
-
-    @property
-    def ids(self) -> IdFactory:
-        return self.table.ids
-
-    @property
-    def item_size_limit(self) -> int:
-        return self.table.item_size_limit
+    client = Forward[Any]("table.client")
+    table_name = Forward[str]("table.name")
+    clock = Forward[Clock]("table.clock")
+    ids = Forward[IdFactory]("table.ids")
+    item_size_limit = Forward[int]("table.item_size_limit")
 
     def create_table(self, *, wait: bool = True) -> bool:
-        """Create the table if missing (idempotent); True if this call created it."""
+        """Create the table if missing, with TTL on: idempotent, safe for every instance to call
+        at start (requests and races: ``schema.create_table``). True if this call created it."""
         return schema.create_table(self.client, self.table_name, wait=wait)
 
     @telemetry.traced("create_session")
@@ -138,42 +144,41 @@ class SessionStore:
     @telemetry.traced("touch")
     def touch(self, session_id: str, *, owner: str | None = None) -> Session:
         """Keep a session alive for a reader that writes nothing (writes move the deadline
-        themselves): one UpdateItem ``SET idleUntil = idle + :now`` under the live condition, no
-        version bump, no token. A missing, expired or foreign session raises as a read would."""
+        themselves): one UpdateItem of its idle deadline, no version bump, no token."""
         validate.session(session_id, owner)
         return lifecycle.touch(self.table, session_id, owner)
 
     @telemetry.traced("transition")
     def transition(self, session_id: str, to: Status, *, owner: str | None = None) -> Session:
-        """Move the session to ``to`` if the lifecycle table allows it (else ``InvalidTransition``)
-        in one request: the allowed source statuses are the condition, so no read is needed
-        before; on a failure the returned old item says why. Asking for the current status is a
-        no-op."""
+        """Move the session to ``to``: one UpdateItem conditioned on the statuses it may come
+        from (``lifecycle``), no read. Asking for the current status is a no-op; another move
+        not in ``TRANSITIONS`` raises ``InvalidTransition``."""
         validate.session(session_id, owner)
         return lifecycle.transition(self.table, session_id, to, owner)
 
     @telemetry.traced("activate")
     def activate(self, session_id: str, *, owner: str | None = None) -> Session:
+        """``transition(session_id, Status.ACTIVE)``: one UpdateItem."""
         return self.transition(session_id, Status.ACTIVE, owner=owner)
 
     @telemetry.traced("begin_close")
     def begin_close(self, session_id: str, *, owner: str | None = None) -> Session:
+        """``transition(session_id, Status.CLOSING)``: one UpdateItem."""
         return self.transition(session_id, Status.CLOSING, owner=owner)
 
     @telemetry.traced("close")
     def close(self, session_id: str, *, owner: str | None = None) -> Session:
+        """``transition(session_id, Status.CLOSED)``: one UpdateItem."""
         return self.transition(session_id, Status.CLOSED, owner=owner)
 
     @telemetry.traced("close_and_expire")
     def close_and_expire(
         self, session_id: str, *, owner: str | None = None, expire_at: int
     ) -> None:
-        """``closing`` -> ``closed``, and the session let go: one ``TransactWriteItems`` that
-        closes it and sets the ``ttl`` of its metadata and attributes items to ``expire_at``
-        (epoch seconds); a closed session's attributes can no longer change, so nothing moves
-        it back. After ``expire_at`` the session reads as expired and DynamoDB's TTL deletes
-        both items (page and tool-call items keep their own ttl). A session already closed is
-        left as it is; another status is ``InvalidTransition``. Nothing is read back."""
+        """``closing`` -> ``closed``, and the ``ttl`` of its metadata and attributes items set to
+        ``expire_at`` (epoch seconds): one ``TransactWriteItems``, nothing read back. After it,
+        the session reads as expired (pages and calls keep their own ttl). Already closed: left
+        as it is; another status: ``InvalidTransition``."""
         validate.session(session_id, owner)
         validate.int_in("expire_at", expire_at, 0, WIDEST_TTL)
         lifecycle.close_and_expire(self.table, session_id, owner, expire_at)
@@ -182,10 +187,9 @@ class SessionStore:
     def update_status(
         self, session_id: str, status: Status, *, owner: str | None = None
     ) -> Session:
-        """The source design's optimistic read-modify-write, done right: one request pinned to
-        the version of this instance's last copy of the session (a cold instance reads it
-        first); a conflict is retried with the version from ALL_OLD, one request per retry, up
-        to ``retry.max_attempts``. An illegal move raises ``InvalidTransition``."""
+        """``lifecycle.update_status``: one UpdateItem (a cold instance reads first), one more per
+        conflict up to ``retry.max_attempts`` (then ``ConflictRetriesExhausted``); an illegal
+        move raises ``InvalidTransition``."""
         validate.session(session_id, owner)
         return lifecycle.update_status(self.table, session_id, status, owner)
 
@@ -199,17 +203,12 @@ class SessionStore:
         expected_version: int | None = None,
         owner: str | None = None,
     ) -> None:
-        """Set ``changes`` and delete the names in ``remove`` among the session's attributes:
-        one ``TransactWriteItems`` of the metadata and attributes items (the version goes up by
-        one), and nothing read back -- read the session if you need it (an instance that has not
-        seen the session reads it first).
-
-        Names match ``[A-Za-z][A-Za-z0-9_.-]{0,63}``; all the attributes together take at most
-        ``ATTRIBUTES_MAX_BYTES`` (``ItemTooLarge``); any status but ``closed``
-        (``SessionNotActive``). Without ``expected_version`` last writer wins per name; with it,
-        another current version raises ``VersionConflict(current=...)``. More names than
-        DynamoDB's 4 KB expression limit allows (about 278 short ones) raise
-        ``RequestOverLimit``, unsent."""
+        """Set ``changes`` and delete ``remove`` among the session's attributes (the ``attributes``
+        module): one ``TransactWriteItems``, the version up by one, nothing read back (a cold
+        instance reads first). Last writer wins per name; with ``expected_version``, another
+        current version raises ``VersionConflict``. ``SessionNotActive`` if closed,
+        ``ItemTooLarge`` past ``ATTRIBUTES_MAX_BYTES``, ``RequestOverLimit`` (unsent) past
+        DynamoDB's 4 KB expression limit (about 278 short names)."""
         validate.session(session_id, owner)
         attributes.update(self.table, session_id, changes, remove, expected_version, owner)
 
@@ -222,16 +221,12 @@ class SessionStore:
         expected_version: int | None = None,
         owner: str | None = None,
     ) -> Session:
-        """Append ``messages`` to the context of an active session, in order and exactly once:
-        an UpdateItem reserves the next seqs on the metadata item, then a PutItem stores them as
-        one immutable page. Returns the metadata item as this append left it (``message_count``
-        where it ended). Without ``expected_version`` concurrent appends never refuse each other;
-        with it, another current version raises ``VersionConflict(current=...)``.
-        ``ContextFull`` and ``ItemTooLarge`` are raised with nothing written.
-
-        If the page cannot be written after the reservation (``Unavailable``), the reserved
-        seqs stay a hole that readers skip: with ``maybe_applied=False`` the messages were not
-        stored; with ``maybe_applied=True`` a page attempt may have landed."""
+        """Append ``messages`` to an active session's context in order, exactly once (``context``):
+        one UpdateItem reserves the seqs, one PutItem stores the page; returns the session as it
+        left it. Concurrent appends never refuse each other; with ``expected_version``, another
+        current version raises ``VersionConflict``. ``ContextFull``, ``ItemTooLarge``: nothing
+        written. ``Unavailable`` after the reservation: a hole readers skip (``maybe_applied``
+        says whether the page may have landed)."""
         validate.session(session_id, owner)
         return context.append(
             self.table, self.limits, session_id, messages, expected_version, owner
@@ -250,26 +245,19 @@ class SessionStore:
         owner: str | None = None,
         ttl_seconds: int | None = None,
     ) -> ToolCallRecord:
-        """Record one tool call, exactly once, on an active session: one ``TransactWriteItems``
-        (an Update of the live, active session that only moves its idle deadline on, and the
-        call item at ``tool#<id>`` unless a live one holds the id), typically 4 WCU. A repeat is
-        answered from the refused request's ALL_OLD: one request, nothing written, no read. A
-        different request under the same id raises ``ToolCallConflict``. The record expires
-        with its session unless ``ttl_seconds`` says otherwise."""
+        """Record one tool call, exactly once, on an active session (``tool_calls``): one
+        ``TransactWriteItems``, typically 4 WCU; a repeat, one request and nothing written;
+        another request under the id, ``ToolCallConflict``. It expires with its session unless
+        ``ttl_seconds`` says otherwise."""
         validate.session(session_id, owner)
-        return tool_calls.record(
-            self.table,
-            tool_calls.Call.of(session_id, tool_call_id, tool_name, input, owner),
-            output,
-            duration_ms,
-            ttl_seconds,
-        )
+        call = tool_calls.Call.of(session_id, tool_call_id, tool_name, input, owner)
+        return tool_calls.record(self.table, call, output, duration_ms, ttl_seconds)
 
     @telemetry.traced("tool_calls")
     def tool_calls(self, session_id: str, *, owner: str | None = None) -> Iterator[ToolCallRecord]:
         """The session's live tool-call history in order of recording, read whole before this
-        returns: a GetItem of the metadata item (a missing, expired or foreign session raises),
-        then a Query of the ``tool#`` range. Calls claimed but never recorded are left out."""
+        returns: a GetItem of the metadata item, then a Query of the ``tool#`` range. Calls
+        claimed but never recorded are left out."""
         validate.session(session_id, owner)
         return iter(tool_calls.read_history(self.table, session_id, owner))
 
@@ -277,16 +265,11 @@ class SessionStore:
     def context(
         self, session_id: str, *, owner: str | None = None, after: int | None = None
     ) -> ContextReader:
-        """Every message of the session's context in order -- or those after seq ``after`` --
-        read lazily, page item by page item. From the start: one Query (the metadata item sorts
-        first and is checked before anything is returned); from ``after``: a GetItem of the
-        metadata item, then a Query from the page holding seq ``after + 1``. The reader's
-        ``position`` is the seq to pass as ``after`` next time."""
+        """The session's messages in order (after seq ``after``), read lazily page by page: one
+        Query (from ``after``, a GetItem before it) that checks the session before returning.
+        The reader's ``position`` is the ``after`` to read on from next time."""
         validate.session(session_id, owner)
-
-        def each_page() -> AbstractContextManager[Any]:
-            return telemetry.operation("read_page", session_id, client=self.client)
-
+        each_page = partial(telemetry.operation, "read_page", session_id, client=self.client)
         return context.read(self.table, session_id, owner, after, each_page)
 
     @telemetry.traced("load")
@@ -295,10 +278,9 @@ class SessionStore:
         ``tool#`` key, following ``LastEvaluatedKey``): ``Loaded(session, context, tool_calls)``."""
         validate.session(session_id, owner)
         session, first, items = reads.head(self.table, session_id, owner, schema.TOOLS_END)
-        pages: list[dict[str, Any]] = []
-        calls: list[dict[str, Any]] = []
-        for item in items:
-            (pages if item["sk"].startswith(schema.PAGE_PREFIX) else calls).append(item)
+        rows = list(items)
+        pages = [row for row in rows if row["sk"].startswith(schema.PAGE_PREFIX)]
+        calls = rows[len(pages) :]  # every call (tool#) sorts after every page (msg#)
         now_s = self.table.now_ms() // 1000
         recent = context.recent_reservations(first, now_s)
         texts = [text for _, text in context.read_context(session, pages, None, now_s, recent)]

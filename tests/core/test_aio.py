@@ -151,3 +151,68 @@ def test_bad_arguments_are_refused(store: ss.SessionStore) -> None:
         AsyncSessionStore(store, max_workers=0)
     with pytest.raises(ss.InvalidInput):
         AsyncSessionStore("not a store")  # type: ignore[arg-type]
+
+
+def test_what_the_stores_were_built_with_is_read_through_and_read_only(
+    store: ss.SessionStore,
+) -> None:
+    astore = AsyncSessionStore(store)
+    table = store.table
+    seen = {
+        "client": (store.client, astore.client, table.client),
+        "table_name": (store.table_name, astore.table_name, table.name),
+        "clock": (store.clock, astore.clock, table.clock),
+        "ids": (store.ids, astore.ids, table.ids),
+    }
+    for name, (sync, aio, expected) in seen.items():
+        assert sync is expected and aio is expected, name
+        for holder in (store, astore):
+            with pytest.raises(AttributeError):
+                setattr(holder, name, expected)
+    assert store.item_size_limit == table.item_size_limit
+    # Looked up on the class, the attribute is there (help(), the API reference, hasattr).
+    assert hasattr(ss.SessionStore, "clock") and hasattr(AsyncSessionStore, "clock")
+
+
+def test_a_lazy_reader_reads_its_pages_on_a_worker_thread(store: ss.SessionStore) -> None:
+    # From ``after``, the call reads the metadata item and the Query of the pages waits for
+    # the first next(): that Query must be sent from a worker thread, never the loop's.
+    astore = AsyncSessionStore(store)
+    session = store.create_session(owner="alice")
+    store.activate(session.session_id, owner="alice")
+    for i in range(3):
+        store.append_context(session.session_id, [{"n": i}], owner="alice")
+    sent: list[tuple[str, int]] = []
+
+    def record(event_name: str, **_: Any) -> None:
+        sent.append((event_name.rsplit(".", 1)[-1], threading.get_ident()))
+
+    async def main() -> tuple[int, list[Any], list[tuple[str, int]]]:
+        loop_thread = threading.get_ident()
+        messages = await astore.context(session.session_id, owner="alice", after=0)
+        before = list(sent)
+        return loop_thread, [m async for m in messages], before
+
+    store.client.meta.events.register("before-call.dynamodb", record)
+    try:
+        loop_thread, messages, before_iteration = _run(main())
+    finally:
+        store.client.meta.events.unregister("before-call.dynamodb", record)
+    assert messages == [{"n": 1}, {"n": 2}]
+    assert [op for op, _ in before_iteration] == ["GetItem"]  # the call: the session checked
+    assert [op for op, _ in sent] == ["GetItem", "Query"]  # the pages: during the iteration
+    assert all(thread != loop_thread for _, thread in sent)
+
+
+def test_a_subclass_of_the_store_runs_its_own_method(client: Any, table: str) -> None:
+    class Counting(ss.SessionStore):
+        reads = 0
+
+        def get_session(self, session_id: str, *, owner: str | None = None) -> ss.Session:
+            Counting.reads += 1
+            return super().get_session(session_id, owner=owner)
+
+    sync = Counting(client, table)
+    session = sync.create_session(owner="alice")
+    got = _run(AsyncSessionStore(sync).get_session(session.session_id, owner="alice"))
+    assert got.session_id == session.session_id and Counting.reads == 1

@@ -1,6 +1,9 @@
-"""AsyncSessionStore is checked against SessionStore: the same public methods, the same parameters.
+"""AsyncSessionStore is checked against SessionStore: the same public methods, the same parameters,
+the same docstrings.
 
-Being async is the only difference allowed; anything else is drift (issue 20) and fails here.
+Each coroutine is derived from the method it runs (``aio.on_thread``), so these hold by
+construction; the check stays, so that a method added by hand, or left out, fails here. Being
+async is the only difference allowed (and, for an iterator, the note ``aio.ITERATING`` adds).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from typing import Any
 import pytest
 
 import sessionstore as ss
-from sessionstore.aio import AsyncSessionStore
+from sessionstore.aio import ITERATING, AsyncSessionStore
 
 # Public methods of SessionStore with no async twin, and why. Empty: create_table is slow
 # (it waits for the table) and has a twin like every other request.
@@ -48,6 +51,12 @@ def parameters(method: Any) -> inspect.Signature:
     return inspect.Signature([p.replace(annotation=p.empty) for p in params])
 
 
+def same_doc(sync: Any, aio: Any) -> bool:
+    """The async twin says what the sync method says (plus the note for an iterator)."""
+    want = sync.__doc__ or ""
+    return (aio.__doc__ or "") in (want, want + ITERATING.format(name=sync.__name__))
+
+
 def drift(
     sync_cls: type,
     async_cls: type,
@@ -80,18 +89,41 @@ def drift(
         want, got = parameters(sync[name]), parameters(aio[name])
         if want != got:
             found.append(f"{name}: {sync_cls.__name__}{want} but {async_cls.__name__}{got}")
+        if not same_doc(sync[name], aio[name]):
+            found.append(f"{name}: the docstrings differ")
     return found
 
 
-def test_async_store_has_every_method_of_the_sync_store_with_the_same_parameters() -> None:
+def test_async_store_has_every_method_of_the_sync_store_with_its_parameters_and_doc() -> None:
     assert drift(ss.SessionStore, AsyncSessionStore) == []
     # Not vacuous: the methods that drifted before (issue 20) are among those compared.
-    compared = public_methods(ss.SessionStore).keys() & public_methods(AsyncSessionStore).keys()
+    sync, aio = public_methods(ss.SessionStore), public_methods(AsyncSessionStore)
+    compared = sync.keys() & aio.keys()
     assert {"create_session", "update_attributes", "context", "create_table"} <= compared
+    # Derived, not written twice: each coroutine wraps the very method it runs.
+    assert {
+        name for name in compared if getattr(aio[name], "__wrapped__", None) is not sync[name]
+    } == set()
+    assert AsyncSessionStore.context.__doc__ != ss.SessionStore.context.__doc__  # the note
+
+
+def test_a_derived_coroutine_documents_itself_like_its_method() -> None:
+    # What a reader (help(), an IDE, the API reference) sees of a derived coroutine.
+    method = AsyncSessionStore.update_attributes
+    assert method.__name__ == "update_attributes"
+    assert method.__qualname__ == "AsyncSessionStore.update_attributes"
+    assert method.__module__ == "sessionstore.aio"
+    assert method.__doc__ == ss.SessionStore.update_attributes.__doc__
+    assert inspect.signature(method) == inspect.signature(ss.SessionStore.update_attributes)
+    assert inspect.signature(AsyncSessionStore.context).return_annotation == "AsyncIterator"
 
 
 class _Sync:
     def get(self, session_id: str, *, owner: str | None = None) -> int:
+        return 0
+
+    def size(self) -> int:
+        """One request."""
         return 0
 
     def put(self, session_id: str, value: int = 0) -> None:
@@ -102,12 +134,20 @@ class _Twin:
     async def get(self, session_id: str, *, owner: str | None = None) -> int:
         return 0
 
+    async def size(self) -> int:
+        """One request."""
+        return 0
+
     async def put(self, session_id: str, value: int = 0) -> None:
         pass
 
 
 class _NoPut:
     async def get(self, session_id: str, *, owner: str | None = None) -> int:
+        return 0
+
+    async def size(self) -> int:
+        """One request."""
         return 0
 
 
@@ -136,6 +176,17 @@ class _MoreParameters(_Twin):
         return 0
 
 
+class _Undocumented(_Twin):
+    async def size(self) -> int:
+        return 0
+
+
+class _OtherDoc(_Twin):
+    async def size(self) -> int:
+        """Two requests."""
+        return 0
+
+
 class _Blocking(_Twin):
     def get(self, session_id: str, *, owner: str | None = None) -> int:  # type: ignore[override]
         return 0
@@ -151,6 +202,8 @@ class _Blocking(_Twin):
         (_Positional, ["get: "]),
         (_OtherDefault, ["put: "]),
         (_MoreParameters, ["get: "]),
+        (_Undocumented, ["size: the docstrings differ"]),
+        (_OtherDoc, ["size: the docstrings differ"]),
         (_Blocking, ["_Blocking.get is not async"]),
     ],
     ids=lambda v: v.__name__ if isinstance(v, type) else None,
