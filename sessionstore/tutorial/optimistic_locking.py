@@ -18,6 +18,7 @@ from typing import Any
 from botocore.exceptions import ClientError, ParamValidationError
 
 from .. import schema
+from ..hooks import Hooks
 from .checking import Exercise, NotYet, quote, refusal
 
 #: The checker's own table and item (recreated item by item: every run starts the same).
@@ -114,16 +115,15 @@ def _silent(writer: str, item: dict[str, Any]) -> NotYet:
     )
 
 
-class _Rival:
+class _Rival(Hooks):
     """Writes Carol's message the moment the answer's client is about to send a write: a
     rival landing between whatever the answer read and its own write."""
 
-    EVENTS = tuple(
-        f"before-call.dynamodb.{op}" for op in ("UpdateItem", "PutItem", "TransactWriteItems")
-    )
-
     def __init__(self, client: Any, message: str) -> None:
-        self.client, self.message, self.done = client, message, False
+        super().__init__(client)
+        for operation in ("UpdateItem", "PutItem", "TransactWriteItems"):
+            self.on(f"before-call.dynamodb.{operation}", self)
+        self.message, self.done = message, False
 
     def __call__(self, **_: Any) -> None:
         if self.done:
@@ -138,15 +138,6 @@ class _Rival:
                 "version": {"N": str(int(item["version"]["N"]) + 1)},
             },
         )
-
-    def __enter__(self) -> _Rival:
-        for event in self.EVENTS:
-            self.client.meta.events.register(event, self, unique_id=f"rival-{event}")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for event in self.EVENTS:
-            self.client.meta.events.unregister(event, unique_id=f"rival-{event}")
 
 
 def check_add_message(answer: Any, client: Any) -> str:

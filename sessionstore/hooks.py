@@ -1,0 +1,62 @@
+"""Handlers on a botocore client's events, for the length of a ``with`` block.
+
+Layer: the bottom -- botocore's event API only, nothing of the package -- so the core
+(``telemetry``) and the test kit (``testing.requests``, ``testing.faults``, the tutorial's
+``timeline``) share it without the core importing the kit. Why: attaching once, detaching once and
+the ``with`` protocol around them were written out in each; ``Attached`` is that protocol,
+``Hooks`` the botocore registrations under it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Self
+
+__all__ = ["Attached", "Hooks"]
+
+
+class Attached:
+    """``with x:`` is ``x.attach()`` then ``x.detach(exc)``, ``exc`` what ended the block."""
+
+    __slots__ = ()
+
+    def attach(self) -> Self:
+        return self
+
+    def detach(self, exc: BaseException | None = None) -> None:
+        return None
+
+    def __enter__(self) -> Self:
+        return self.attach()
+
+    def __exit__(self, _type: object, exc: BaseException | None, _tb: object) -> None:
+        self.detach(exc)
+
+
+class Hooks(Attached):
+    """``on(event, handler)`` registrations on ``client``'s events, each made by ``attach()``
+    and undone by ``detach()``, once however often either is called. ``first=True``: ahead of
+    the handlers already there (botocore's ``register_first``)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.attached = False
+        self._handlers: list[tuple[str, Callable[..., Any], bool]] = []
+
+    def on(self, event: str, handler: Callable[..., Any], *, first: bool = False) -> Self:
+        self._handlers.append((event, handler, first))
+        return self
+
+    def attach(self) -> Self:
+        if not self.attached:
+            events = self.client.meta.events
+            for event, handler, first in self._handlers:
+                (events.register_first if first else events.register)(event, handler)
+            self.attached = True
+        return self
+
+    def detach(self, exc: BaseException | None = None) -> None:
+        if self.attached:
+            for event, handler, _ in self._handlers:
+                self.client.meta.events.unregister(event, handler)
+            self.attached = False
