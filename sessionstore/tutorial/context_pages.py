@@ -48,10 +48,6 @@ def reserve(n: int, limit: int) -> dict[str, object]:
 
 
 def reserve_solution(n: int, limit: int) -> dict[str, object]:
-    """UpdateItem parameters (all but TableName and Key) that reserve the next n
-    seqs of a session item -- only while its status is 'active' and messageCount
-    stays <= limit -- with the first seq reserved in the response's Attributes,
-    as messageCount."""
     return {
         "UpdateExpression": "SET messageCount = messageCount + :n",
         # A condition cannot add: the room left for n more is computed here.
@@ -240,10 +236,6 @@ def page_once(now_s: int) -> dict[str, object]:
 
 
 def page_once_solution(now_s: int) -> dict[str, object]:
-    """PutItem parameters (all but TableName and Item) that write a context page
-    only if no live page holds its key: the key is free, or the page there has
-    expired (its ttl, epoch seconds, is not after now_s -- TTL deletes expired
-    items late)."""
     return {
         "ConditionExpression": "attribute_not_exists(pk) OR #ttl <= :now",
         "ExpressionAttributeNames": {"#ttl": "ttl"},  # a reserved word

@@ -34,11 +34,7 @@ CALL = "call-0001"
 Answer = Callable[[str, str, str], tuple[str, Condition | str]]
 
 
-def record_once(
-    tool_call_id: str,
-    fingerprint: str,
-    now: str,
-) -> tuple[str, Condition | str]:
+def record_once(tool_call_id: str, fingerprint: str, now: str) -> tuple[str, Condition | str]:
     """The sort key of a tool call's item and the condition of its PutItem.
     ``fingerprint``: a digest of the tool name and input; ``now``: when this
     delivery writes."""
@@ -49,13 +45,8 @@ def record_once(
 
 
 def record_once_solution(
-    tool_call_id: str,
-    fingerprint: str,
-    now: str,
+    tool_call_id: str, fingerprint: str, now: str
 ) -> tuple[str, Condition | str]:
-    """The sort key of a tool call's item and the condition of its PutItem.
-    ``fingerprint``: a digest of the tool name and input; ``now``: when this
-    delivery writes."""
     # The id alone: every delivery of the call names one item.
     sort_key = f"tool#{tool_call_id}"
     condition = absent("pk")  # holds for the first delivery only, whatever its time

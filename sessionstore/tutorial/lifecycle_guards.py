@@ -36,7 +36,6 @@ def guard_stub(to: Status) -> Condition:
 
 
 def guard_solution(to: Status) -> Condition:
-    """The condition a move to ``to`` is sent on (an UpdateItem ``SET status = to``)."""
     # List what is allowed, not what is forbidden: the statuses the table lets `to`
     # be entered from. Everything else is refused, the status the session already
     # has included.

@@ -49,9 +49,7 @@ def add_message(
 def add_message_solution(
     client: Any, table: str, key: dict[str, Any], seen: dict[str, Any], message: str
 ) -> None:
-    """Write back the context list this writer read plus ``message``, and move the
-    version up by one -- only if the version is still the one this writer read
-    (``version = :seen``)."""
+    # Only if the version is still the one this writer read.
     client.update_item(
         TableName=table,
         Key=key,

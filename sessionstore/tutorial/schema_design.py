@@ -76,8 +76,6 @@ def pages_only_stub(session_id: str) -> dict[str, Any]:
 
 
 def pages_only_solution(session_id: str) -> dict[str, Any]:
-    """The parameters of a Query that reads this session's context pages and
-    nothing else."""
     return {
         "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :page)",
         "ExpressionAttributeNames": {"#pk": "pk", "#sk": "sk"},
@@ -160,11 +158,7 @@ PAGES_ONLY = Exercise("pages_only", pages_only_stub, pages_only_solution, check_
 # ---------------------------------------------------------------------------- tool-call key
 
 
-def tool_call_key_stub(
-    session_id: str,
-    tool_call_id: str,
-    recorded_at: str,
-) -> dict[str, Any]:
+def tool_call_key_stub(session_id: str, tool_call_id: str, recorded_at: str) -> dict[str, Any]:
     """The key of the item that holds this tool call (``recorded_at``: this
     delivery's time)."""
     return {
@@ -173,13 +167,7 @@ def tool_call_key_stub(
     }
 
 
-def tool_call_key_solution(
-    session_id: str,
-    tool_call_id: str,
-    recorded_at: str,
-) -> dict[str, Any]:
-    """The key of the item that holds this tool call (``recorded_at``: this
-    delivery's time)."""
+def tool_call_key_solution(session_id: str, tool_call_id: str, recorded_at: str) -> dict[str, Any]:
     return {
         "pk": {"S": schema.pk(session_id)},
         # The id alone: the same on every delivery.
