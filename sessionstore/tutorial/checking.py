@@ -102,6 +102,20 @@ def refusal(exc: Exception, what: str) -> NotYet:
     return NotYet(f"{what} failed: {quote(exc)}.")
 
 
+def landed(send: Callable[[], object], what: str) -> bool:
+    """``send()`` a request: True if it landed, False if its condition refused it; refused for
+    any other reason (``what``: "the PutItem"), a ``NotYet`` that says why (``refusal``)."""
+    try:
+        send()
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            return False
+        raise refusal(exc, what) from None
+    except ParamValidationError as exc:
+        raise refusal(exc, what) from None
+    return True
+
+
 def _cut(text: str) -> str:
     return text if len(text) <= QUOTE else text[: QUOTE - 3].rstrip() + "..."
 

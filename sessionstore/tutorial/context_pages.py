@@ -18,11 +18,9 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from botocore.exceptions import ClientError, ParamValidationError
-
 from .. import schema
 from . import drop_table
-from .checking import Exercise, NotYet, call, quote, refusal
+from .checking import Exercise, NotYet, call, landed, quote
 
 Params = dict[str, Any]  # a request's parameters, as the low-level client takes them
 
@@ -106,16 +104,12 @@ def _params(answer: Callable[..., Any], *args: Any) -> Params:
 
 def _send(table: _Table, key: Mapping[str, Any], params: Params) -> dict[str, Any] | None:
     """The response's Attributes, or None if the condition refused the write."""
-    try:
-        response = table.client.update_item(TableName=table.name, Key=key, **params)
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-            return None
-        raise refusal(exc, "the UpdateItem") from None
-    except ParamValidationError as exc:
-        raise refusal(exc, "the UpdateItem") from None
-    attributes: dict[str, Any] = response.get("Attributes") or {}
-    return attributes
+    response: dict[str, Any] = {}
+
+    def update() -> None:
+        response.update(table.client.update_item(TableName=table.name, Key=key, **params))
+
+    return response.get("Attributes") or {} if landed(update, "the UpdateItem") else None
 
 
 def _first(attributes: Mapping[str, Any], what: str) -> int:
@@ -255,17 +249,11 @@ def check_page_once(answer: Callable[..., Any], client: Any) -> str:
             params = call(answer, NOW_S)
             if not isinstance(params, dict) or {"TableName", "Item"} & set(params):
                 raise NotYet("return the parameters as a dict, without TableName and Item")
-            try:
-                table.client.put_item(
-                    TableName=table.name, Item=_page(key, token, NOW_S + 3600), **params
-                )
-            except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                    return False
-                raise refusal(exc, "the PutItem") from None
-            except ParamValidationError as exc:
-                raise refusal(exc, "the PutItem") from None
-            return True
+            item = _page(key, token, NOW_S + 3600)
+            return landed(
+                lambda: table.client.put_item(TableName=table.name, Item=item, **params),
+                "the PutItem",
+            )
 
         def token(key: Mapping[str, Any]) -> str:
             item = client.get_item(TableName=table.name, Key=key, ConsistentRead=True)

@@ -16,15 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError, ParamValidationError
-
 from .. import schema
 from ..claims import call_fingerprint
 from ..codec import JSON, encode
 from ..conditions import Condition, absent, item_to_wire, to_wire
 from ..testing.faults import Fault, FaultInjector
 from . import drop_table
-from .checking import Exercise, NotYet, call, condition_params, refusal
+from .checking import Exercise, NotYet, call, condition_params, landed
 
 #: The checker's own table, recreated on every check.
 TABLE = "nb04-exercise-tool-calls"
@@ -118,16 +116,8 @@ def _send(client: Any, answer: Answer, delivery: Delivery) -> bool:
     """Put the delivery's item; True if it landed, False if its condition refused it."""
     request = _request(answer, delivery)
     script = [Fault.LOST_RESPONSE] if delivery.lost else []
-    try:
-        with FaultInjector(client, script=script, operations={"PutItem"}):
-            client.put_item(**request)
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-            raise refusal(exc, f"{delivery.what}'s request") from None
-        return False
-    except ParamValidationError as exc:
-        raise refusal(exc, f"{delivery.what}'s request") from None
-    return True
+    with FaultInjector(client, script=script, operations={"PutItem"}):
+        return landed(lambda: client.put_item(**request), f"{delivery.what}'s request")
 
 
 def _items(client: Any, tool_call_id: str) -> list[dict[str, str]]:

@@ -15,11 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError, ParamValidationError
-
 from .. import schema
 from ..hooks import Hooks
-from .checking import Exercise, NotYet, quote, refusal
+from .checking import Exercise, NotYet, landed, quote
 
 #: The checker's own table and item (recreated item by item: every run starts the same).
 TABLE = "nb02-exercise-locking"
@@ -85,13 +83,9 @@ def _write(answer: Any, client: Any, writer: str, seen: dict[str, Any], message:
     """Run ``answer`` as ``writer``: False if DynamoDB's condition refused it, True if the
     call returned (whether it wrote is for the caller to read off the item)."""
     try:
-        answer(client, TABLE, KEY, seen, message)
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-            return False
-        raise refusal(exc, f"{writer}'s request") from None
-    except ParamValidationError as exc:
-        raise refusal(exc, f"{writer}'s request") from None
+        return landed(lambda: answer(client, TABLE, KEY, seen, message), f"{writer}'s request")
+    except NotYet:
+        raise
     except Exception as exc:
         raise NotYet(
             f"{writer}'s call raised {quote(exc)}. Hint: send the write and let DynamoDB "
@@ -99,7 +93,6 @@ def _write(answer: Any, client: Any, writer: str, seen: dict[str, Any], message:
             "raises ConditionalCheckFailedException, the refusal the caller catches. A check "
             "in Python leaves a gap between its read and the write."
         ) from None
-    return True
 
 
 def _silent(writer: str, item: dict[str, Any]) -> NotYet:
