@@ -24,6 +24,8 @@ from .checking import Exercise, NotYet, call, landed, quote
 
 Params = dict[str, Any]  # a request's parameters, as the low-level client takes them
 
+#: What the checker sends itself: the table, and the key (an UpdateItem) or the item (a PutItem).
+_KEYED, _PUT = frozenset({"TableName", "Key"}), frozenset({"TableName", "Item"})
 THREADS, EACH = 8, 5
 #: What the race's appends reserve: 1 to 3 seqs each.
 SIZES = (1, 2, 3)
@@ -86,11 +88,12 @@ class _Table:
         return int(item["messageCount"]["N"])
 
 
-def _params(answer: Callable[..., Any], *args: Any) -> Params:
+def _params(answer: Callable[..., Any], *args: Any, sent: frozenset[str] = _KEYED) -> Params:
+    """The answer's parameters, without the ones the checker sends (``sent``)."""
     params = call(answer, *args)
     if not isinstance(params, dict):
         raise NotYet(f"return the request's parameters as a dict, not {type(params).__name__}")
-    extra = {"TableName", "Key"} & set(params)
+    extra = sent & set(params)
     if extra:
         raise NotYet(f"leave out {sorted(extra)}: the checker sends them (its own table)")
     condition = str(params.get("ConditionExpression", ""))
@@ -246,9 +249,7 @@ def check_page_once(answer: Callable[..., Any], client: Any) -> str:
     with _Table(client, "page") as table:
 
         def put(key: Mapping[str, Any], token: str) -> bool:
-            params = call(answer, NOW_S)
-            if not isinstance(params, dict) or {"TableName", "Item"} & set(params):
-                raise NotYet("return the parameters as a dict, without TableName and Item")
+            params = _params(answer, NOW_S, sent=_PUT)
             item = _page(key, token, NOW_S + 3600)
             return landed(
                 lambda: table.client.put_item(TableName=table.name, Item=item, **params),

@@ -26,6 +26,10 @@ _COLOURS = {
     Outcome.PENDING: "0.5",
 }
 
+#: How a note on the item's lane reads: bad news in bold red.
+_NEWS: dict[str, Any] = {"color": "0.15"}
+_BAD_NEWS: dict[str, Any] = {"color": "tab:red", "weight": "bold"}
+
 #: (the label at the sender, the note on the item's lane, and whether the note is bad news)
 Describe = Callable[[Attempt, "dict[str, Any]"], tuple[str, str, bool]]
 
@@ -54,8 +58,8 @@ def _sequence(ax: Axes, attempts: Sequence[Attempt], describe: Describe, title: 
         box = {"boxstyle": "round,pad=0.25", "fc": "white", "ec": colour}
         ax.text(x, y + 0.14, label, ha="center", va="bottom", fontsize=7.5, color="0.1", bbox=box)
         if note:
-            shown = {"color": "tab:red", "weight": "bold"} if bad else {"color": "0.15"}
-            ax.text(x, -0.16, note, ha="center", va="top", fontsize=7.5, **shown)
+            style = _BAD_NEWS if bad else _NEWS
+            ax.text(x, -0.16, note, ha="center", va="top", fontsize=7.5, **style)
     ax.set_xlim(-1.6, len(ordered) - 0.4)
     ax.set_ylim(-1.0, top + 1.0)
     ax.axis("off")
