@@ -32,7 +32,11 @@ CALL = "call-0001"
 Answer = Callable[[str, str, str], tuple[str, Condition | str]]
 
 
-def record_once(tool_call_id: str, fingerprint: str, now: str) -> tuple[str, Condition | str]:
+def record_once(
+    tool_call_id: str,
+    fingerprint: str,
+    now: str,
+) -> tuple[str, Condition | str]:
     """The sort key of a tool call's item and the condition of its PutItem.
     ``fingerprint``: a digest of the tool name and input; ``now``: when this
     delivery writes."""
@@ -43,7 +47,9 @@ def record_once(tool_call_id: str, fingerprint: str, now: str) -> tuple[str, Con
 
 
 def record_once_solution(
-    tool_call_id: str, fingerprint: str, now: str
+    tool_call_id: str,
+    fingerprint: str,
+    now: str,
 ) -> tuple[str, Condition | str]:
     # The id alone: every delivery of the call names one item.
     sort_key = f"tool#{tool_call_id}"

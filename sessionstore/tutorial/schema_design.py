@@ -158,7 +158,11 @@ PAGES_ONLY = Exercise("pages_only", pages_only_stub, pages_only_solution, check_
 # ---------------------------------------------------------------------------- tool-call key
 
 
-def tool_call_key_stub(session_id: str, tool_call_id: str, recorded_at: str) -> dict[str, Any]:
+def tool_call_key_stub(
+    session_id: str,
+    tool_call_id: str,
+    recorded_at: str,
+) -> dict[str, Any]:
     """The key of the item that holds this tool call (``recorded_at``: this
     delivery's time)."""
     return {
@@ -167,10 +171,14 @@ def tool_call_key_stub(session_id: str, tool_call_id: str, recorded_at: str) -> 
     }
 
 
-def tool_call_key_solution(session_id: str, tool_call_id: str, recorded_at: str) -> dict[str, Any]:
+def tool_call_key_solution(
+    session_id: str,
+    tool_call_id: str,
+    recorded_at: str,
+) -> dict[str, Any]:
+    # The id alone in the sort key: the same on every delivery.
     return {
         "pk": {"S": schema.pk(session_id)},
-        # The id alone: the same on every delivery.
         "sk": {"S": schema.tool_sk(tool_call_id)},
     }
 
