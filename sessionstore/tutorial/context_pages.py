@@ -27,6 +27,7 @@ Params = dict[str, Any]  # a request's parameters, as the low-level client takes
 #: What the checker sends itself: the table, and the key (an UpdateItem) or the item (a PutItem).
 _KEYED, _PUT = frozenset({"TableName", "Key"}), frozenset({"TableName", "Item"})
 THREADS, EACH = 8, 5
+JOIN_S = 120  # how long the race may take, at most
 #: What the race's appends reserve: 1 to 3 seqs each.
 SIZES = (1, 2, 3)
 NOW_S = 1_767_268_800  # 2026-01-01T12:00:00Z, the notebooks' clock
@@ -156,13 +157,9 @@ def check_reserve(answer: Callable[..., Any], client: Any) -> str:
                 try:
                     attributes = _send(table, key, _params(answer, n, 10_000))
                     first = None if attributes is None else _first(attributes, "a raced append")
-                except NotYet as exc:
-                    with lock:
-                        failures.append(str(exc))
-                    return
                 except Exception as exc:  # nothing leaves a thread as a traceback
                     with lock:
-                        failures.append(quote(exc))
+                        failures.append(str(exc) if isinstance(exc, NotYet) else quote(exc))
                     return
                 with lock:
                     if first is None:
@@ -174,7 +171,9 @@ def check_reserve(answer: Callable[..., Any], client: Any) -> str:
         for thread in pool:
             thread.start()
         for thread in pool:
-            thread.join()
+            thread.join(timeout=JOIN_S)
+        if any(thread.is_alive() for thread in pool):
+            raise NotYet(f"racing appends from {THREADS} threads did not end in {JOIN_S} s")
         if failures:
             raise NotYet(f"racing appends from {THREADS} threads: {failures[0]}")
         handed = sorted(seq for first, n in got_seqs for seq in range(first, first + n))
