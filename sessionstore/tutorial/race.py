@@ -62,24 +62,22 @@ def worker(
     """Returns (acknowledged commits, conflicts)."""
     acked = conflicts = 0
     stop = time.monotonic() + deadline_s
+    note = events.append if events is not None else lambda _event: None
     for _ in range(max_attempts):
         if acked >= per_worker or time.monotonic() > stop:
             break
         item = client.get_item(TableName=table, Key=_key(key), ConsistentRead=True)["Item"]
-        if events is not None:
-            events.append((time.monotonic() - t0, worker_id, "attempt"))
+        note((time.monotonic() - t0, worker_id, "attempt"))
         try:
             version = int(item["version"]["N"])
             append_context_messages(client, key, [f"{worker_id}:{acked}"], version, table=table)
             acked += 1
-            if events is not None:
-                events.append((time.monotonic() - t0, worker_id, "commit"))
+            note((time.monotonic() - t0, worker_id, "commit"))
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
             conflicts += 1
-            if events is not None:
-                events.append((time.monotonic() - t0, worker_id, "conflict"))
+            note((time.monotonic() - t0, worker_id, "conflict"))
     return acked, conflicts
 
 
