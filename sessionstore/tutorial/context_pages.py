@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from .. import schema
-from . import drop_table
-from .checking import Exercise, NotYet, call, landed, quote
+from .checking import Exercise, NotYet, call, landed, own_table, quote
 
 Params = dict[str, Any]  # a request's parameters, as the low-level client takes them
 
@@ -63,20 +64,18 @@ def reserve_solution(n: int, limit: int) -> dict[str, object]:
     }
 
 
+@contextmanager
+def _table(client: Any, what: str) -> Iterator[_Table]:
+    with own_table(client, f"exercise-03-{what}-{os.getpid()}") as name:
+        yield _Table(client, name)
+
+
+@dataclass(frozen=True)
 class _Table:
     """A table of the checker's own, with one session item per case."""
 
-    def __init__(self, client: Any, what: str) -> None:
-        self.client = client
-        self.name = f"exercise-03-{what}-{os.getpid()}"
-
-    def __enter__(self) -> _Table:
-        drop_table(self.client, self.name)
-        schema.create_table(self.client, self.name)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        drop_table(self.client, self.name)
+    client: Any
+    name: str
 
     def session(self, sid: str, status: str, count: int) -> dict[str, Any]:
         key = schema.meta_key(sid)
@@ -126,7 +125,7 @@ def _first(attributes: Mapping[str, Any], what: str) -> int:
 
 
 def check_reserve(answer: Callable[..., Any], client: Any) -> str:
-    with _Table(client, "reserve") as table:
+    with _table(client, "reserve") as table:
         # One append after another: the first seqs are 0, then 2.
         key = table.session("one-by-one", "active", 0)
         for n, want in ((2, 0), (3, 2)):
@@ -245,7 +244,7 @@ def _page(key: Mapping[str, Any], token: str, ttl: int) -> dict[str, Any]:
 
 
 def check_page_once(answer: Callable[..., Any], client: Any) -> str:
-    with _Table(client, "page") as table:
+    with _table(client, "page") as table:
 
         def put(key: Mapping[str, Any], token: str) -> bool:
             params = _params(answer, NOW_S, sent=_PUT)

@@ -16,13 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import schema
 from ..claims import call_fingerprint
 from ..codec import JSON, encode
 from ..conditions import Condition, absent, item_to_wire, to_wire
 from ..testing.faults import Fault, FaultInjector
-from . import drop_table
-from .checking import Exercise, NotYet, call, condition_params, landed
+from .checking import Exercise, NotYet, call, condition_params, landed, own_table
 
 #: The checker's own table, recreated on every check.
 TABLE = "nb04-exercise-tool-calls"
@@ -199,12 +197,8 @@ def _deliver(client: Any, answer: Answer) -> str:
 def check_record_once(answer: Answer, client: Any) -> str:
     """Send a tool call's deliveries through ``answer``'s key and condition, on a table of the
     checker's own (recreated, then dropped), and count the items they leave."""
-    drop_table(client, TABLE)
-    schema.create_table(client, TABLE)
-    try:
+    with own_table(client, TABLE):
         return _deliver(client, answer)
-    finally:
-        drop_table(client, TABLE)
 
 
 RECORD_ONCE = Exercise("record_once", record_once, record_once_solution, check_record_once)
