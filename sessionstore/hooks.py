@@ -1,10 +1,9 @@
 """Handlers on a botocore client's events, for the length of a ``with`` block.
 
-Layer: the bottom -- botocore's event API only, nothing of the package -- so the core
-(``telemetry``) and the test kit (``testing.requests``, ``testing.faults``, the tutorial's
-``timeline``) share it without the core importing the kit. Why: attaching once, detaching once and
-the ``with`` protocol around them were written out in each; ``Attached`` is that protocol,
-``Hooks`` the botocore registrations under it.
+Layer: the bottom, nothing of the package, so the core (``telemetry``) and the test kit
+(``testing``, the tutorial's ``timeline``) share it without the core importing the kit. Why:
+attach once, detach once and the ``with`` protocol were written out in each; ``Attached`` is
+that protocol, ``Hooks`` botocore's registrations under it.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ __all__ = ["Attached", "Hooks"]
 
 
 class Attached:
-    """``with x:`` is ``x.attach()`` then ``x.detach(exc)``, ``exc`` what ended the block."""
+    """``with x:`` is ``x.attach()``, the block, then ``x.detach(exc)``."""
 
     __slots__ = ()
 
@@ -24,7 +23,7 @@ class Attached:
         return self
 
     def detach(self, exc: BaseException | None = None) -> None:
-        return None
+        """Undo ``attach``; ``exc``: what ended the block, if anything did."""
 
     def __enter__(self) -> Self:
         return self.attach()
@@ -34,9 +33,8 @@ class Attached:
 
 
 class Hooks(Attached):
-    """``on(event, handler)`` registrations on ``client``'s events, each made by ``attach()``
-    and undone by ``detach()``, once however often either is called. ``first=True``: ahead of
-    the handlers already there (botocore's ``register_first``)."""
+    """Handlers ``on`` ``client``'s events, registered by ``attach()``, removed by ``detach()``,
+    each once; ``first=True``: ahead of the handlers already there (``register_first``)."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
