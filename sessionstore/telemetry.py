@@ -53,6 +53,7 @@ import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from importlib import metadata as _metadata
+from types import TracebackType
 from typing import Any, ParamSpec, TypeVar
 
 from .errors import (
@@ -62,7 +63,6 @@ from .errors import (
     TableNotFound,
     Unavailable,
 )
-from .hooks import Attached
 from .metering import COUNTS, UNITS, Tally, current, install_hooks, instrumented, measuring
 
 try:
@@ -161,7 +161,7 @@ def enabled() -> bool:
 _NOOP: AbstractContextManager[None] = nullcontext()
 
 
-class _Operation(Attached):
+class _Operation:
     """One operation's span and tally, current in this context while it runs."""
 
     __slots__ = ("_context_token", "_measuring", "_name", "span", "tally")
@@ -183,13 +183,18 @@ class _Operation(Attached):
         )
         self.tally = Tally()
 
-    def attach(self) -> _Operation:
+    def __enter__(self) -> _Operation:
         self._context_token = _otel_context.attach(_trace.set_span_in_context(self.span))
         self._measuring = measuring(self.tally)
         self._measuring.__enter__()
         return self
 
-    def detach(self, exc: BaseException | None = None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self._measuring.__exit__(None, None, None)
         _otel_context.detach(self._context_token)
         tally = self.tally

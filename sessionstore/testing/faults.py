@@ -38,7 +38,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ReadTimeoutError
 from botocore.httpsession import URLLib3Session
 
-from ..hooks import Hooks
+from .hooks import Hooks
 
 
 class Fault(enum.Enum):

@@ -18,7 +18,7 @@ from typing import Any
 
 import botocore.handlers
 
-from ..hooks import Hooks
+from .hooks import Hooks
 
 #: The IAM action of each kind of action inside ``TransactWriteItems``.
 IN_TRANSACTION = {

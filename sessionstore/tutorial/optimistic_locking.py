@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import schema
-from ..hooks import Hooks
+from ..testing.hooks import Hooks
 from .checking import Exercise, NotYet, landed, quote
 
 #: The checker's own table and item (recreated item by item: every run starts the same).

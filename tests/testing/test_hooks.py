@@ -1,6 +1,7 @@
-"""sessionstore.hooks on a real client against the embedded engine: a handler is registered once
-however often it is attached, removed once however often it is detached, removed when a block
-ends by an exception, and ``first=True`` puts it ahead of handlers that answer for the wire."""
+"""sessionstore.testing.hooks on a real client against the embedded engine: a handler is
+registered once however often it is attached, removed once however often it is detached, removed
+when a block ends by an exception, and ``first=True`` puts it ahead of handlers that answer for
+the wire."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from sessionstore.hooks import Attached, Hooks
 from sessionstore.testing import Fault, FaultInjector, RequestLog
+from sessionstore.testing.hooks import Attached, Hooks
 
 
 def _list(client: Any) -> None:

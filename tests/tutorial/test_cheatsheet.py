@@ -17,7 +17,7 @@ import boto3
 import pytest
 
 import sessionstore as ss
-from sessionstore.hooks import Hooks
+from sessionstore.testing.hooks import Hooks
 
 ROOT = Path(__file__).resolve().parents[2]
 SHEET = ROOT / "docs" / "cheatsheet.md"

@@ -1,8 +1,8 @@
 """Handlers on a botocore client's events, for the length of a ``with`` block.
 
-Layer: the bottom, nothing of the package: the core (``telemetry``) and the test kit (``testing``,
-the tutorial's ``timeline``) share it, the core never importing the kit. Why: attach once, detach
-once and the ``with`` protocol were in each; ``Attached`` is that protocol, ``Hooks`` botocore's.
+Layer: the test kit's base, botocore's event API only: ``RequestLog``, ``FaultInjector``, the
+tutorial's ``Timeline`` and its checkers' rival writers are each a ``Hooks``. Why: attach once,
+detach once and the ``with`` protocol were written out in each; ``Attached`` is that protocol.
 """
 
 from __future__ import annotations
