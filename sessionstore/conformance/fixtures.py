@@ -38,7 +38,7 @@ import asyncio
 import base64
 import json
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
@@ -95,18 +95,12 @@ ERROR_TEXT = "This tool intentionally returns an error for testing"
 STATIC_TEXT = "This is the content of the static text resource."
 WATCHED_TEXT = "Watched resource content"
 
-PROMPTS = (
-    "test_simple_prompt",
-    "test_prompt_with_arguments",
-    "test_prompt_with_embedded_resource",
-    "test_prompt_with_image",
-    "test_input_required_result_prompt",
-)
-RESOURCES = ("test://static-text", "test://static-binary", "test://watched-resource")
-RESOURCE_TEMPLATES = ("test://template/{id}/data",)
-
 # The SDK injects the context into the parameter annotated with (a subclass of) Context.
 Ctx = Context[Any, Any]
+T = TypeVar("T")
+
+_ELICITATION = ClientCapabilities(elicitation=ElicitationCapability())
+_SAMPLING = ClientCapabilities(sampling=SamplingCapability())
 
 # The suite's scenarios pause ~50 ms between notifications so that a client sees them arrive
 # one by one during the call, not batched with the result.
@@ -205,7 +199,7 @@ async def sampling(
     prompt: Annotated[str, Field(description="The prompt to send to the LLM")], ctx: Context
 ) -> CallToolResult:
     """Tests server-initiated sampling (LLM completion request)."""
-    _require_back_channel(ctx, "sampling", ClientCapabilities(sampling=SamplingCapability()))
+    _require_back_channel(ctx, "sampling", _SAMPLING)
     message = SamplingMessage(role="user", content=TextContent(type="text", text=prompt))
     try:
         result = await ctx.session.create_message(
@@ -220,9 +214,7 @@ async def sampling(
 
 
 async def _elicit(ctx: Ctx, message: str, schema: dict[str, Any], label: str) -> CallToolResult:
-    _require_back_channel(
-        ctx, "elicitation", ClientCapabilities(elicitation=ElicitationCapability())
-    )
+    _require_back_channel(ctx, "elicitation", _ELICITATION)
     try:
         result = await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
     except NoBackChannelError as exc:
@@ -438,31 +430,32 @@ def _said(answer: Any, field: str) -> str:
     return str(answer.get(field)) if answer.get("action") == "accept" else f"({answer['action']})"
 
 
+def _ask(
+    ctx: Ctx, answer: Callable[[dict[str, Any]], T], *rounds: dict[str, _Question]
+) -> T | InputRequiredResult:
+    """A multi-round-trip tool's body: ``answer(answers)`` once every round is answered, the
+    next round to ask until then."""
+    _modern_only(ctx)
+    answers = _gather(ctx, *rounds)
+    return answers if isinstance(answers, InputRequiredResult) else answer(answers)
+
+
 async def input_required_elicitation(ctx: Ctx) -> CallToolResult | InputRequiredResult:
     """Asks the user's name through InputRequiredResult (elicitation), then greets them."""
-    _modern_only(ctx)
-    answers = _gather(ctx, {"user_name": _USER_NAME})
-    if isinstance(answers, InputRequiredResult):
-        return answers
-    return _text(f"Hello, {_said(answers['user_name'], 'name')}!")
+    greet = lambda a: _text(f"Hello, {_said(a['user_name'], 'name')}!")  # noqa: E731
+    return _ask(ctx, greet, {"user_name": _USER_NAME})
 
 
 async def input_required_sampling(ctx: Ctx) -> CallToolResult | InputRequiredResult:
     """Asks the client's LLM a question through InputRequiredResult (sampling)."""
-    _modern_only(ctx)
-    answers = _gather(ctx, {"capital_question": _CAPITAL})
-    if isinstance(answers, InputRequiredResult):
-        return answers
-    return _text(f"LLM response: {answers['capital_question']}")
+    reply = lambda a: _text(f"LLM response: {a['capital_question']}")  # noqa: E731
+    return _ask(ctx, reply, {"capital_question": _CAPITAL})
 
 
 async def input_required_list_roots(ctx: Ctx) -> CallToolResult | InputRequiredResult:
     """Asks the client's roots through InputRequiredResult (roots/list)."""
-    _modern_only(ctx)
-    answers = _gather(ctx, {"client_roots": _CLIENT_ROOTS})
-    if isinstance(answers, InputRequiredResult):
-        return answers
-    return _text(f"Client roots: {', '.join(answers['client_roots']) or '(none)'}")
+    roots = lambda a: _text(f"Client roots: {', '.join(a['client_roots']) or '(none)'}")  # noqa: E731
+    return _ask(ctx, roots, {"client_roots": _CLIENT_ROOTS})
 
 
 async def input_required_request_state(ctx: Ctx) -> CallToolResult | InputRequiredResult:
@@ -473,32 +466,29 @@ async def input_required_request_state(ctx: Ctx) -> CallToolResult | InputRequir
             input_requests={"confirm": _CONFIRM[0]},
             request_state=json.dumps({_STATE_KEY: {}}, separators=(",", ":")),
         )
-    answers = _gather(ctx, {"confirm": _CONFIRM})
-    if isinstance(answers, InputRequiredResult):
-        return answers
-    return _text(f"state-ok: confirmed={_said(answers['confirm'], 'ok')}")
+    confirmed = lambda a: _text(f"state-ok: confirmed={_said(a['confirm'], 'ok')}")  # noqa: E731
+    return _ask(ctx, confirmed, {"confirm": _CONFIRM})
 
 
-async def input_required_multiple_inputs(ctx: Ctx) -> CallToolResult | InputRequiredResult:
-    """Asks three things at once: a name (elicitation), a greeting (sampling) and the roots."""
-    _modern_only(ctx)
-    answers = _gather(
-        ctx, {"user_name": _USER_NAME, "greeting": _GREETING, "client_roots": _CLIENT_ROOTS}
-    )
-    if isinstance(answers, InputRequiredResult):
-        return answers
+def _three(answers: dict[str, Any]) -> CallToolResult:
     name, roots = _said(answers["user_name"], "name"), ", ".join(answers["client_roots"])
     return _text(f"name={name}; greeting={answers['greeting']}; roots={roots or '(none)'}")
 
 
-async def input_required_multi_round(ctx: Ctx) -> CallToolResult | InputRequiredResult:
-    """Asks a name, then (a second round, new requestState) a favourite colour."""
-    _modern_only(ctx)
-    answers = _gather(ctx, {"step1": _STEP1}, {"step2": _STEP2})
-    if isinstance(answers, InputRequiredResult):
-        return answers
+async def input_required_multiple_inputs(ctx: Ctx) -> CallToolResult | InputRequiredResult:
+    """Asks three things at once: a name (elicitation), a greeting (sampling) and the roots."""
+    questions = {"user_name": _USER_NAME, "greeting": _GREETING, "client_roots": _CLIENT_ROOTS}
+    return _ask(ctx, _three, questions)
+
+
+def _favourite(answers: dict[str, Any]) -> CallToolResult:
     name, color = _said(answers["step1"], "name"), _said(answers["step2"], "color")
     return _text(f"{name}'s favorite color is {color}")
+
+
+async def input_required_multi_round(ctx: Ctx) -> CallToolResult | InputRequiredResult:
+    """Asks a name, then (a second round, new requestState) a favourite colour."""
+    return _ask(ctx, _favourite, {"step1": _STEP1}, {"step2": _STEP2})
 
 
 async def input_required_tampered_state(ctx: Ctx) -> CallToolResult | InputRequiredResult:
@@ -520,54 +510,39 @@ async def input_required_capabilities(ctx: Ctx) -> CallToolResult | InputRequire
     questions = {key: q for cap, key, q in _BY_CAPABILITY if getattr(declared, cap) is not None}
     if not questions:
         return _text("nothing to ask: the client declared none of elicitation, sampling, roots")
-    answers = _gather(ctx, questions)
-    if isinstance(answers, InputRequiredResult):
-        return answers
-    return _text(f"answered: {', '.join(sorted(answers))}")
+    return _ask(ctx, lambda a: _text(f"answered: {', '.join(sorted(a))}"), questions)
 
 
 async def missing_capability(ctx: Ctx) -> CallToolResult | InputRequiredResult:
     """Needs the client's sampling capability: refused with -32021 when it is not declared."""
-    _modern_only(ctx)
-    answers = _gather(ctx, {"capital_question": _CAPITAL})
-    if isinstance(answers, InputRequiredResult):
-        return answers
-    return _text(f"LLM response: {answers['capital_question']}")
+    return await input_required_sampling(ctx)
 
 
 #: The capability each multi-round-trip tool relies on (checked by ``capabilities``, -32021).
 _NEEDS: dict[str, ClientCapabilities] = {
-    "test_input_required_result_elicitation": ClientCapabilities(
-        elicitation=ElicitationCapability()
-    ),
-    "test_input_required_result_sampling": ClientCapabilities(sampling=SamplingCapability()),
+    "test_input_required_result_elicitation": _ELICITATION,
+    "test_input_required_result_sampling": _SAMPLING,
     "test_input_required_result_list_roots": ClientCapabilities(roots=RootsCapability()),
-    "test_input_required_result_request_state": ClientCapabilities(
-        elicitation=ElicitationCapability()
-    ),
+    "test_input_required_result_request_state": _ELICITATION,
     "test_input_required_result_multiple_inputs": ClientCapabilities(
         elicitation=ElicitationCapability(),
         sampling=SamplingCapability(),
         roots=RootsCapability(),
     ),
-    "test_input_required_result_multi_round": ClientCapabilities(
-        elicitation=ElicitationCapability()
-    ),
-    "test_input_required_result_tampered_state": ClientCapabilities(
-        elicitation=ElicitationCapability()
-    ),
-    "test_missing_capability": ClientCapabilities(sampling=SamplingCapability()),
+    "test_input_required_result_multi_round": _ELICITATION,
+    "test_input_required_result_tampered_state": _ELICITATION,
+    "test_missing_capability": _SAMPLING,
 }
 
 
 async def input_required_prompt(ctx: Ctx) -> list[Message] | InputRequiredResult:
     """A prompt that asks the client for context first (InputRequiredResult on prompts/get)."""
-    _modern_only(ctx)
-    answers = _gather(ctx, {"user_context": _PROMPT_CONTEXT})
-    if isinstance(answers, InputRequiredResult):
-        return answers
-    context = _said(answers["user_context"], "context")
-    return [UserMessage(f"Answer with this context in mind: {context}")]
+
+    def prompt(answers: dict[str, Any]) -> list[Message]:
+        context = _said(answers["user_context"], "context")
+        return [UserMessage(f"Answer with this context in mind: {context}")]
+
+    return _ask(ctx, prompt, {"user_context": _PROMPT_CONTEXT})
 
 
 _TOOLS: dict[str, Callable[..., Awaitable[CallToolResult | InputRequiredResult]]] = {
@@ -597,6 +572,114 @@ _TOOLS: dict[str, Callable[..., Awaitable[CallToolResult | InputRequiredResult]]
 TOOLS = tuple(_TOOLS)
 
 
+# --------------------------------------------------------------------------- resources, prompts
+
+
+async def static_text() -> str:
+    return STATIC_TEXT
+
+
+async def static_binary() -> bytes:
+    return base64.b64decode(PNG_BASE64)
+
+
+async def template(id: str) -> str:
+    data = {"id": id, "templateTest": True, "data": f"Data for ID: {id}"}
+    return json.dumps(data, separators=(",", ":"))
+
+
+async def watched() -> str:
+    return WATCHED_TEXT
+
+
+#: uri: (name, title, description, mime type, the read), as the suite's scenarios name them.
+_RESOURCES: dict[str, tuple[str, str, str, str, Callable[..., Awaitable[str | bytes]]]] = {
+    "test://static-text": (
+        "static-text",
+        "Static Text Resource",
+        "A static text resource for testing",
+        "text/plain",
+        static_text,
+    ),
+    "test://static-binary": (
+        "static-binary",
+        "Static Binary Resource",
+        "A static binary resource (image) for testing",
+        "image/png",
+        static_binary,
+    ),
+    "test://template/{id}/data": (
+        "template",
+        "Resource Template",
+        "A resource template with parameter substitution",
+        "application/json",
+        template,
+    ),
+    "test://watched-resource": (
+        "watched-resource",
+        "Watched Resource",
+        "A resource clients may subscribe to (it never changes here)",
+        "text/plain",
+        watched,
+    ),
+}
+
+
+async def simple_prompt() -> list[Message]:
+    return [UserMessage("This is a simple prompt for testing.")]
+
+
+async def prompt_with_arguments(
+    arg1: Annotated[str, Field(description="First test argument")],
+    arg2: Annotated[str, Field(description="Second test argument")],
+) -> list[Message]:
+    return [UserMessage(f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'")]
+
+
+async def prompt_with_embedded_resource(
+    resourceUri: Annotated[str, Field(description="URI of the resource to embed")],
+) -> list[Message]:
+    embedded = _embedded(resourceUri, "text/plain", "Embedded resource content for testing.")
+    return [UserMessage(embedded), UserMessage("Please process the embedded resource above.")]
+
+
+async def prompt_with_image() -> list[Message]:
+    return [UserMessage(_image()), UserMessage("Please analyze the image above.")]
+
+
+#: name: (title, description, the prompt).
+_PROMPTS: dict[str, tuple[str, str, Callable[..., Awaitable[Any]]]] = {
+    "test_simple_prompt": (
+        "Simple Test Prompt",
+        "A simple prompt without arguments",
+        simple_prompt,
+    ),
+    "test_prompt_with_arguments": (
+        "Prompt With Arguments",
+        "A prompt with required arguments",
+        prompt_with_arguments,
+    ),
+    "test_prompt_with_embedded_resource": (
+        "Prompt With Embedded Resource",
+        "A prompt that includes an embedded resource",
+        prompt_with_embedded_resource,
+    ),
+    "test_prompt_with_image": (
+        "Prompt With Image",
+        "A prompt that includes image content",
+        prompt_with_image,
+    ),
+    "test_input_required_result_prompt": (
+        "Prompt Asking For Input",
+        "A prompt that asks the client for context first (2026-07-28)",
+        input_required_prompt,
+    ),
+}
+PROMPTS = tuple(_PROMPTS)
+RESOURCES = tuple(uri for uri in _RESOURCES if "{" not in uri)
+RESOURCE_TEMPLATES = tuple(uri for uri in _RESOURCES if "{" in uri)
+
+
 _COMPLETIONS = {"arg1": ["paris", "park", "party"], "arg2": ["hello", "world"]}
 
 
@@ -624,91 +707,12 @@ def add_conformance_fixtures(server: MCPServer) -> None:
         if name in _NEEDS:
             require_client_capabilities(server, name, _NEEDS[name])
 
-    @server.resource(
-        "test://static-text",
-        name="static-text",
-        title="Static Text Resource",
-        description="A static text resource for testing",
-        mime_type="text/plain",
-    )
-    async def static_text() -> str:
-        return STATIC_TEXT
-
-    @server.resource(
-        "test://static-binary",
-        name="static-binary",
-        title="Static Binary Resource",
-        description="A static binary resource (image) for testing",
-        mime_type="image/png",
-    )
-    async def static_binary() -> bytes:
-        return base64.b64decode(PNG_BASE64)
-
-    @server.resource(
-        "test://template/{id}/data",
-        name="template",
-        title="Resource Template",
-        description="A resource template with parameter substitution",
-        mime_type="application/json",
-    )
-    async def template(id: str) -> str:
-        return json.dumps(
-            {"id": id, "templateTest": True, "data": f"Data for ID: {id}"}, separators=(",", ":")
+    for uri, (name, title, description, mime_type, read) in _RESOURCES.items():
+        server.resource(uri, name=name, title=title, description=description, mime_type=mime_type)(
+            read
         )
-
-    @server.resource(
-        "test://watched-resource",
-        name="watched-resource",
-        title="Watched Resource",
-        description="A resource clients may subscribe to (it never changes here)",
-        mime_type="text/plain",
-    )
-    async def watched() -> str:
-        return WATCHED_TEXT
-
-    @server.prompt(
-        "test_simple_prompt",
-        title="Simple Test Prompt",
-        description="A simple prompt without arguments",
-    )
-    async def simple() -> list[Message]:
-        return [UserMessage("This is a simple prompt for testing.")]
-
-    @server.prompt(
-        "test_prompt_with_arguments",
-        title="Prompt With Arguments",
-        description="A prompt with required arguments",
-    )
-    async def with_arguments(
-        arg1: Annotated[str, Field(description="First test argument")],
-        arg2: Annotated[str, Field(description="Second test argument")],
-    ) -> list[Message]:
-        return [UserMessage(f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'")]
-
-    @server.prompt(
-        "test_prompt_with_embedded_resource",
-        title="Prompt With Embedded Resource",
-        description="A prompt that includes an embedded resource",
-    )
-    async def with_embedded_resource(
-        resourceUri: Annotated[str, Field(description="URI of the resource to embed")],
-    ) -> list[Message]:
-        embedded = _embedded(resourceUri, "text/plain", "Embedded resource content for testing.")
-        return [UserMessage(embedded), UserMessage("Please process the embedded resource above.")]
-
-    @server.prompt(
-        "test_prompt_with_image",
-        title="Prompt With Image",
-        description="A prompt that includes image content",
-    )
-    async def with_image() -> list[Message]:
-        return [UserMessage(_image()), UserMessage("Please analyze the image above.")]
-
-    server.prompt(
-        "test_input_required_result_prompt",
-        title="Prompt Asking For Input",
-        description="A prompt that asks the client for context first (2026-07-28)",
-    )(input_required_prompt)
+    for name, (title, description, prompt) in _PROMPTS.items():
+        server.prompt(name, title=title, description=description)(prompt)
 
     # No public MCPServer seam for these in 2.3.0; binding them here also advertises the
     # logging, resources.subscribe and completions capabilities the suite's client expects.

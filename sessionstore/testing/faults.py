@@ -32,12 +32,13 @@ import random
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
-from types import TracebackType
 from typing import Any
 
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ReadTimeoutError
 from botocore.httpsession import URLLib3Session
+
+from .hooks import Hooks
 
 
 class Fault(enum.Enum):
@@ -80,7 +81,7 @@ class _Raw:
         yield self._body
 
 
-class FaultInjector:
+class FaultInjector(Hooks):
     """Attach to a boto3 DynamoDB client; ``injected`` counts what was done."""
 
     def __init__(
@@ -93,7 +94,9 @@ class FaultInjector:
         seed: int = 0,
         after_lost: Callable[[str], None] | None = None,
     ) -> None:
-        self._client = client
+        super().__init__(client)
+        # After RequestLog (registered first), so injected attempts are counted as sent.
+        self.on("before-send.dynamodb", self._on_send)
         self._rates = dict(rates or {})
         self._script = list(script)
         self._operations = set(operations) if operations is not None else None
@@ -105,7 +108,6 @@ class FaultInjector:
         self.by_operation: Counter[tuple[str, Fault]] = Counter()
         self._after_lost = after_lost
         self._local = threading.local()
-        self._attached = False
 
     def injected_in_thread(self) -> Counter[Fault]:
         """Faults injected into requests sent by the calling thread (a copy)."""
@@ -163,29 +165,6 @@ class FaultInjector:
             "x-amzn-RequestId": "injected",
         }
         return AWSResponse(request.url, status, headers, _Raw(body.encode()))
-
-    def attach(self) -> FaultInjector:
-        if not self._attached:
-            # After RequestLog (registered first), so injected attempts are counted as sent.
-            self._client.meta.events.register("before-send.dynamodb", self._on_send)
-            self._attached = True
-        return self
-
-    def detach(self) -> None:
-        if self._attached:
-            self._client.meta.events.unregister("before-send.dynamodb", self._on_send)
-            self._attached = False
-
-    def __enter__(self) -> FaultInjector:
-        return self.attach()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.detach()
 
 
 def _cancellation(body: bytes | str, reason: str, message: str) -> tuple[str, dict[str, Any]]:

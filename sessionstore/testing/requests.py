@@ -13,11 +13,12 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
-from types import TracebackType
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import botocore.handlers
+
+from .hooks import Hooks
 
 #: The IAM action of each kind of action inside ``TransactWriteItems``.
 IN_TRANSACTION = {
@@ -37,13 +38,16 @@ def iam_actions(operation: str, body: object) -> list[str]:
     return [IN_TRANSACTION[kind] for item in items for kind in item]
 
 
-class RequestLog:
+class RequestLog(Hooks):
+    """``with RequestLog(client) as log:`` records each request ``client`` sends inside."""
+
     def __init__(self, client: Any = None) -> None:
-        self._client = client
+        super().__init__(client)
+        # First, so attempts that a fault injector fails are counted too.
+        self.on("before-send.dynamodb", self._on_send, first=True)
         self._lock = threading.Lock()
         self.operations: list[str] = []
         self.actions: list[str] = []
-        self._attached = False
         self._everywhere = False
 
     def _on_send(self, request: Any, **kwargs: Any) -> None:
@@ -66,32 +70,19 @@ class RequestLog:
         handler = ("before-send.dynamodb", log._on_any_client)
         log._everywhere = True
         botocore.handlers.BUILTIN_HANDLERS.append(handler)
-        for client in clients:
-            client.meta.events.register_first("before-send.dynamodb", log._on_any_client)
         try:
-            yield log
+            with ExitStack() as stack:
+                for client in clients:
+                    stack.enter_context(Hooks(client).on(*handler, first=True))
+                yield log
         finally:
             log._everywhere = False
             botocore.handlers.BUILTIN_HANDLERS.remove(handler)
-            for client in clients:
-                client.meta.events.unregister("before-send.dynamodb", log._on_any_client)
 
     def iam_actions(self) -> set[str]:
         """Every IAM action the requests needed, ``dynamodb:`` prefixed."""
         with self._lock:
             return {f"dynamodb:{action}" for action in self.actions}
-
-    def attach(self) -> RequestLog:
-        if not self._attached:
-            # First, so attempts that a fault injector fails are counted too.
-            self._client.meta.events.register_first("before-send.dynamodb", self._on_send)
-            self._attached = True
-        return self
-
-    def detach(self) -> None:
-        if self._attached:
-            self._client.meta.events.unregister("before-send.dynamodb", self._on_send)
-            self._attached = False
 
     def reset(self) -> None:
         with self._lock:
@@ -105,14 +96,3 @@ class RequestLog:
     def counts(self) -> Counter[str]:
         with self._lock:
             return Counter(self.operations)
-
-    def __enter__(self) -> RequestLog:
-        return self.attach()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.detach()

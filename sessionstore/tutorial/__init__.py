@@ -15,7 +15,6 @@ deterministic because time and ids are injected, never because outputs are ignor
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,19 +36,14 @@ class Tutorial:
 
 
 def drop_table(client: Any, table_name: str, *, timeout_s: float = 60) -> None:
-    """Delete the table if it exists and wait until it is gone."""
+    """Delete the table if it exists and wait until it is gone (botocore's waiter: a
+    ``WaiterError`` after ``timeout_s``)."""
     try:
         client.delete_table(TableName=table_name)
     except client.exceptions.ResourceNotFoundException:
         return
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            client.describe_table(TableName=table_name)
-        except client.exceptions.ResourceNotFoundException:
-            return
-        time.sleep(0.5)
-    raise TimeoutError(f"table {table_name} still exists after {timeout_s}s")
+    polls = {"Delay": 0.5, "MaxAttempts": max(1, int(timeout_s / 0.5))}
+    client.get_waiter("table_not_exists").wait(TableName=table_name, WaiterConfig=polls)
 
 
 def fresh_store(

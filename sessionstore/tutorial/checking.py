@@ -20,13 +20,16 @@ short ``Not yet`` with a hint (the helpers below), never as a traceback.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError, ParamValidationError
 
+from .. import schema
 from ..conditions import PLACEHOLDER, Condition, Request
+from . import drop_table
 
 #: The width of a verdict, as a notebook's output shows it.
 WIDTH = 88
@@ -100,6 +103,32 @@ def refusal(exc: Exception, what: str) -> NotYet:
             return NotYet(f"the engine could not run {what} (HTTP {code}). " + EXPRESSION_HINT)
         return NotYet(f"DynamoDB refused {what}: {code}: {_cut(message)}.")
     return NotYet(f"{what} failed: {quote(exc)}.")
+
+
+@contextmanager
+def own_table(client: Any, name: str) -> Iterator[str]:
+    """A table of the checker's own on the notebook's engine: made afresh (so every check sees
+    the same items), dropped when the check ends."""
+    drop_table(client, name)
+    schema.create_table(client, name)
+    try:
+        yield name
+    finally:
+        drop_table(client, name)
+
+
+def landed(send: Callable[[], object], what: str) -> bool:
+    """``send()`` a request: True if it landed, False if its condition refused it; refused for
+    any other reason (``what``: "the PutItem"), a ``NotYet`` that says why (``refusal``)."""
+    try:
+        send()
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            return False
+        raise refusal(exc, what) from None
+    except ParamValidationError as exc:
+        raise refusal(exc, what) from None
+    return True
 
 
 def _cut(text: str) -> str:

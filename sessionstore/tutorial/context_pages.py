@@ -15,18 +15,20 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError, ParamValidationError
-
 from .. import schema
-from . import drop_table
-from .checking import Exercise, NotYet, call, quote, refusal
+from .checking import Exercise, NotYet, call, landed, own_table, quote
 
 Params = dict[str, Any]  # a request's parameters, as the low-level client takes them
 
+#: What the checker sends itself: the table, and the key (an UpdateItem) or the item (a PutItem).
+_KEYED, _PUT = frozenset({"TableName", "Key"}), frozenset({"TableName", "Item"})
 THREADS, EACH = 8, 5
+JOIN_S = 120  # how long the race may take, at most
 #: What the race's appends reserve: 1 to 3 seqs each.
 SIZES = (1, 2, 3)
 NOW_S = 1_767_268_800  # 2026-01-01T12:00:00Z, the notebooks' clock
@@ -48,10 +50,6 @@ def reserve(n: int, limit: int) -> dict[str, object]:
 
 
 def reserve_solution(n: int, limit: int) -> dict[str, object]:
-    """UpdateItem parameters (all but TableName and Key) that reserve the next n
-    seqs of a session item -- only while its status is 'active' and messageCount
-    stays <= limit -- with the first seq reserved in the response's Attributes,
-    as messageCount."""
     return {
         "UpdateExpression": "SET messageCount = messageCount + :n",
         # A condition cannot add: the room left for n more is computed here.
@@ -66,20 +64,18 @@ def reserve_solution(n: int, limit: int) -> dict[str, object]:
     }
 
 
+@contextmanager
+def _table(client: Any, what: str) -> Iterator[_Table]:
+    with own_table(client, f"exercise-03-{what}-{os.getpid()}") as name:
+        yield _Table(client, name)
+
+
+@dataclass(frozen=True)
 class _Table:
     """A table of the checker's own, with one session item per case."""
 
-    def __init__(self, client: Any, what: str) -> None:
-        self.client = client
-        self.name = f"exercise-03-{what}-{os.getpid()}"
-
-    def __enter__(self) -> _Table:
-        drop_table(self.client, self.name)
-        schema.create_table(self.client, self.name)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        drop_table(self.client, self.name)
+    client: Any
+    name: str
 
     def session(self, sid: str, status: str, count: int) -> dict[str, Any]:
         key = schema.meta_key(sid)
@@ -92,11 +88,12 @@ class _Table:
         return int(item["messageCount"]["N"])
 
 
-def _params(answer: Callable[..., Any], *args: Any) -> Params:
+def _params(answer: Callable[..., Any], *args: Any, sent: frozenset[str] = _KEYED) -> Params:
+    """The answer's parameters, without the ones the checker sends (``sent``)."""
     params = call(answer, *args)
     if not isinstance(params, dict):
         raise NotYet(f"return the request's parameters as a dict, not {type(params).__name__}")
-    extra = {"TableName", "Key"} & set(params)
+    extra = sent & set(params)
     if extra:
         raise NotYet(f"leave out {sorted(extra)}: the checker sends them (its own table)")
     condition = str(params.get("ConditionExpression", ""))
@@ -110,16 +107,12 @@ def _params(answer: Callable[..., Any], *args: Any) -> Params:
 
 def _send(table: _Table, key: Mapping[str, Any], params: Params) -> dict[str, Any] | None:
     """The response's Attributes, or None if the condition refused the write."""
-    try:
-        response = table.client.update_item(TableName=table.name, Key=key, **params)
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-            return None
-        raise refusal(exc, "the UpdateItem") from None
-    except ParamValidationError as exc:
-        raise refusal(exc, "the UpdateItem") from None
-    attributes: dict[str, Any] = response.get("Attributes") or {}
-    return attributes
+    response: dict[str, Any] = {}
+
+    def update() -> None:
+        response.update(table.client.update_item(TableName=table.name, Key=key, **params))
+
+    return response.get("Attributes") or {} if landed(update, "the UpdateItem") else None
 
 
 def _first(attributes: Mapping[str, Any], what: str) -> int:
@@ -132,7 +125,7 @@ def _first(attributes: Mapping[str, Any], what: str) -> int:
 
 
 def check_reserve(answer: Callable[..., Any], client: Any) -> str:
-    with _Table(client, "reserve") as table:
+    with _table(client, "reserve") as table:
         # One append after another: the first seqs are 0, then 2.
         key = table.session("one-by-one", "active", 0)
         for n, want in ((2, 0), (3, 2)):
@@ -163,13 +156,9 @@ def check_reserve(answer: Callable[..., Any], client: Any) -> str:
                 try:
                     attributes = _send(table, key, _params(answer, n, 10_000))
                     first = None if attributes is None else _first(attributes, "a raced append")
-                except NotYet as exc:
-                    with lock:
-                        failures.append(str(exc))
-                    return
                 except Exception as exc:  # nothing leaves a thread as a traceback
                     with lock:
-                        failures.append(quote(exc))
+                        failures.append(str(exc) if isinstance(exc, NotYet) else quote(exc))
                     return
                 with lock:
                     if first is None:
@@ -181,7 +170,9 @@ def check_reserve(answer: Callable[..., Any], client: Any) -> str:
         for thread in pool:
             thread.start()
         for thread in pool:
-            thread.join()
+            thread.join(timeout=JOIN_S)
+        if any(thread.is_alive() for thread in pool):
+            raise NotYet(f"racing appends from {THREADS} threads did not end in {JOIN_S} s")
         if failures:
             raise NotYet(f"racing appends from {THREADS} threads: {failures[0]}")
         handed = sorted(seq for first, n in got_seqs for seq in range(first, first + n))
@@ -240,10 +231,6 @@ def page_once(now_s: int) -> dict[str, object]:
 
 
 def page_once_solution(now_s: int) -> dict[str, object]:
-    """PutItem parameters (all but TableName and Item) that write a context page
-    only if no live page holds its key: the key is free, or the page there has
-    expired (its ttl, epoch seconds, is not after now_s -- TTL deletes expired
-    items late)."""
     return {
         "ConditionExpression": "attribute_not_exists(pk) OR #ttl <= :now",
         "ExpressionAttributeNames": {"#ttl": "ttl"},  # a reserved word
@@ -257,23 +244,15 @@ def _page(key: Mapping[str, Any], token: str, ttl: int) -> dict[str, Any]:
 
 
 def check_page_once(answer: Callable[..., Any], client: Any) -> str:
-    with _Table(client, "page") as table:
+    with _table(client, "page") as table:
 
         def put(key: Mapping[str, Any], token: str) -> bool:
-            params = call(answer, NOW_S)
-            if not isinstance(params, dict) or {"TableName", "Item"} & set(params):
-                raise NotYet("return the parameters as a dict, without TableName and Item")
-            try:
-                table.client.put_item(
-                    TableName=table.name, Item=_page(key, token, NOW_S + 3600), **params
-                )
-            except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                    return False
-                raise refusal(exc, "the PutItem") from None
-            except ParamValidationError as exc:
-                raise refusal(exc, "the PutItem") from None
-            return True
+            params = _params(answer, NOW_S, sent=_PUT)
+            item = _page(key, token, NOW_S + 3600)
+            return landed(
+                lambda: table.client.put_item(TableName=table.name, Item=item, **params),
+                "the PutItem",
+            )
 
         def token(key: Mapping[str, Any]) -> str:
             item = client.get_item(TableName=table.name, Key=key, ConsistentRead=True)

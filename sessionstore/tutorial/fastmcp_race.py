@@ -148,18 +148,12 @@ async def server_processes(
     Each start is bounded; each is stopped (SIGTERM, then kill)."""
     procs: list[asyncio.subprocess.Process] = []
     try:
+        command = [sys.executable, "-m", _SERVERS[state], "--endpoint-url", endpoint_url]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         for _ in range(n):
             procs.append(
                 await asyncio.create_subprocess_exec(
-                    sys.executable,
-                    "-m",
-                    _SERVERS[state],
-                    "--endpoint-url",
-                    endpoint_url,
-                    "--table",
-                    table,
-                    stdout=asyncio.subprocess.PIPE,
-                    env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                    *command, "--table", table, stdout=asyncio.subprocess.PIPE, env=env
                 )
             )
         urls = []

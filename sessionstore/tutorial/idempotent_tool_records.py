@@ -16,15 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError, ParamValidationError
-
-from .. import schema
 from ..claims import call_fingerprint
 from ..codec import JSON, encode
 from ..conditions import Condition, absent, item_to_wire, to_wire
 from ..testing.faults import Fault, FaultInjector
-from . import drop_table
-from .checking import Exercise, NotYet, call, condition_params, refusal
+from .checking import Exercise, NotYet, call, condition_params, landed, own_table
 
 #: The checker's own table, recreated on every check.
 TABLE = "nb04-exercise-tool-calls"
@@ -53,9 +49,6 @@ def record_once_solution(
     fingerprint: str,
     now: str,
 ) -> tuple[str, Condition | str]:
-    """The sort key of a tool call's item and the condition of its PutItem.
-    ``fingerprint``: a digest of the tool name and input; ``now``: when this
-    delivery writes."""
     # The id alone: every delivery of the call names one item.
     sort_key = f"tool#{tool_call_id}"
     condition = absent("pk")  # holds for the first delivery only, whatever its time
@@ -127,16 +120,8 @@ def _send(client: Any, answer: Answer, delivery: Delivery) -> bool:
     """Put the delivery's item; True if it landed, False if its condition refused it."""
     request = _request(answer, delivery)
     script = [Fault.LOST_RESPONSE] if delivery.lost else []
-    try:
-        with FaultInjector(client, script=script, operations={"PutItem"}):
-            client.put_item(**request)
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-            raise refusal(exc, f"{delivery.what}'s request") from None
-        return False
-    except ParamValidationError as exc:
-        raise refusal(exc, f"{delivery.what}'s request") from None
-    return True
+    with FaultInjector(client, script=script, operations={"PutItem"}):
+        return landed(lambda: client.put_item(**request), f"{delivery.what}'s request")
 
 
 def _items(client: Any, tool_call_id: str) -> list[dict[str, str]]:
@@ -212,12 +197,8 @@ def _deliver(client: Any, answer: Answer) -> str:
 def check_record_once(answer: Answer, client: Any) -> str:
     """Send a tool call's deliveries through ``answer``'s key and condition, on a table of the
     checker's own (recreated, then dropped), and count the items they leave."""
-    drop_table(client, TABLE)
-    schema.create_table(client, TABLE)
-    try:
+    with own_table(client, TABLE):
         return _deliver(client, answer)
-    finally:
-        drop_table(client, TABLE)
 
 
 RECORD_ONCE = Exercise("record_once", record_once, record_once_solution, check_record_once)

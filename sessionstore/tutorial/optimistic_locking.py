@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError, ParamValidationError
-
 from .. import schema
-from .checking import Exercise, NotYet, quote, refusal
+from ..testing.hooks import Hooks
+from .checking import Exercise, NotYet, landed, quote
 
 #: The checker's own table and item (recreated item by item: every run starts the same).
 TABLE = "nb02-exercise-locking"
@@ -48,9 +47,7 @@ def add_message(
 def add_message_solution(
     client: Any, table: str, key: dict[str, Any], seen: dict[str, Any], message: str
 ) -> None:
-    """Write back the context list this writer read plus ``message``, and move the
-    version up by one -- only if the version is still the one this writer read
-    (``version = :seen``)."""
+    # Only if the version is still the one this writer read.
     client.update_item(
         TableName=table,
         Key=key,
@@ -86,13 +83,9 @@ def _write(answer: Any, client: Any, writer: str, seen: dict[str, Any], message:
     """Run ``answer`` as ``writer``: False if DynamoDB's condition refused it, True if the
     call returned (whether it wrote is for the caller to read off the item)."""
     try:
-        answer(client, TABLE, KEY, seen, message)
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-            return False
-        raise refusal(exc, f"{writer}'s request") from None
-    except ParamValidationError as exc:
-        raise refusal(exc, f"{writer}'s request") from None
+        return landed(lambda: answer(client, TABLE, KEY, seen, message), f"{writer}'s request")
+    except NotYet:
+        raise
     except Exception as exc:
         raise NotYet(
             f"{writer}'s call raised {quote(exc)}. Hint: send the write and let DynamoDB "
@@ -100,7 +93,6 @@ def _write(answer: Any, client: Any, writer: str, seen: dict[str, Any], message:
             "raises ConditionalCheckFailedException, the refusal the caller catches. A check "
             "in Python leaves a gap between its read and the write."
         ) from None
-    return True
 
 
 def _silent(writer: str, item: dict[str, Any]) -> NotYet:
@@ -114,16 +106,15 @@ def _silent(writer: str, item: dict[str, Any]) -> NotYet:
     )
 
 
-class _Rival:
+class _Rival(Hooks):
     """Writes Carol's message the moment the answer's client is about to send a write: a
     rival landing between whatever the answer read and its own write."""
 
-    EVENTS = tuple(
-        f"before-call.dynamodb.{op}" for op in ("UpdateItem", "PutItem", "TransactWriteItems")
-    )
-
     def __init__(self, client: Any, message: str) -> None:
-        self.client, self.message, self.done = client, message, False
+        super().__init__(client)
+        for operation in ("UpdateItem", "PutItem", "TransactWriteItems"):
+            self.on(f"before-call.dynamodb.{operation}", self)
+        self.message, self.done = message, False
 
     def __call__(self, **_: Any) -> None:
         if self.done:
@@ -138,15 +129,6 @@ class _Rival:
                 "version": {"N": str(int(item["version"]["N"]) + 1)},
             },
         )
-
-    def __enter__(self) -> _Rival:
-        for event in self.EVENTS:
-            self.client.meta.events.register(event, self, unique_id=f"rival-{event}")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for event in self.EVENTS:
-            self.client.meta.events.unregister(event, unique_id=f"rival-{event}")
 
 
 def check_add_message(answer: Any, client: Any) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 
@@ -38,7 +39,28 @@ __all__ = [
 ]
 
 
+def _canvas(width: float, height: float) -> tuple[Picture, Axes]:
+    fig = Picture(figsize=(width, height), layout="constrained")
+    return fig, fig.subplots()
+
+
+def _bare(ax: Axes, x: tuple[float, float], y: tuple[float, float], title: str, **kw: Any) -> None:
+    """A drawing, not a plot: limits, no axes, a title."""
+    ax.set_xlim(*x)
+    ax.set_ylim(*y)
+    ax.axis("off")
+    ax.set_title(title, **kw)
+
+
 # ------------------------------------------------------------------- notebook 01
+
+#: Each kind of item: its colour, and how often it is written.
+_KINDS = {
+    "metadata": ("#f4b183", "every write"),
+    "attributes": ("#ffd966", "every change of them"),
+    "context page": ("#a9d18e", "written once"),
+    "tool call": ("#9dc3e6", "written once"),
+}
 
 
 def item_collection(
@@ -48,90 +70,61 @@ def item_collection(
 ) -> Picture:
     """Notebook 01: one session's items as one Query returned them, coloured by how often each
     is written, with the key ranges of the store's two reads."""
-    colour = {
-        "metadata": "#f4b183",
-        "attributes": "#ffd966",
-        "context page": "#a9d18e",
-        "tool call": "#9dc3e6",
-    }
     n = len(items)
-    fig = Picture(figsize=(10, 4.2), layout="constrained")
-    ax = fig.subplots()
+    fig, ax = _canvas(10, 4.2)
     for y, item in enumerate(items):
         top = n - 1 - y  # the first key at the top
-        ax.add_patch(
-            Rectangle(
-                (0, top + 0.08), 7.0, 0.84, facecolor=colour[kind(item["sk"])], edgecolor="0.3"
-            )
-        )
+        colour = _KINDS[kind(item["sk"])][0]
+        ax.add_patch(Rectangle((0, top + 0.08), 7.0, 0.84, facecolor=colour, edgecolor="0.3"))
         ax.text(0.12, top + 0.5, item["sk"], family="monospace", fontsize=9, va="center")
         ax.text(2.25, top + 0.5, holds(item), fontsize=8.5, va="center")
-        ax.text(
-            6.9, top + 0.5, f"ttl {item['ttl']}", fontsize=7.5, va="center", ha="right", color="0.3"
-        )
+        ttl = f"ttl {item['ttl']}"
+        ax.text(6.9, top + 0.5, ttl, fontsize=7.5, va="center", ha="right", color="0.3")
     ax.add_patch(Rectangle((-1.75, 0.08), 1.6, n - 0.16, facecolor="0.93", edgecolor="0.3"))
-    ax.text(
-        -0.95,
-        n / 2,
-        f"pk =\n{items[0]['pk']}\n\none partition,\nsorted by sk",
-        ha="center",
-        va="center",
-        fontsize=8.5,
-        family="monospace",
-    )
+    pk = f"pk =\n{items[0]['pk']}\n\none partition,\nsorted by sk"
+    ax.text(-0.95, n / 2, pk, ha="center", va="center", fontsize=8.5, family="monospace")
     for label, high, x in [
         ("load()", schema.TOOLS_END, 7.35),
         ("context()", schema.PAGES_END, 8.55),
     ]:
         inside = [y for y, item in enumerate(items) if schema.META_SK <= item["sk"] <= high]
         ax.plot([x, x], [n - 1 - inside[-1] + 0.12, n - inside[0] - 0.12], lw=4, color="0.35")
-        ax.text(
-            x + 0.12, n - inside[0] - 0.3, f"{label}:\nmetadata\n… {high}", fontsize=8, va="top"
-        )
+        reads = f"{label}:\nmetadata\n… {high}"
+        ax.text(x + 0.12, n - inside[0] - 0.3, reads, fontsize=8, va="top")
     legend = [
-        ("metadata", "metadata: every write"),
-        ("attributes", "attributes: every change of them"),
-        ("context page", "context page: written once"),
-        ("tool call", "tool call: written once"),
+        Patch(facecolor=c, edgecolor="0.3", label=f"{k}: {w}") for k, (c, w) in _KINDS.items()
     ]
     ax.legend(
-        handles=[Patch(facecolor=colour[k], edgecolor="0.3", label=text) for k, text in legend],
+        handles=legend,
         loc="upper center",
         bbox_to_anchor=(0.5, -0.02),
         ncol=4,
         fontsize=8,
         frameon=False,
     )
-    ax.set_xlim(-1.85, 9.75)
-    ax.set_ylim(-0.05, n + 0.05)
-    ax.axis("off")
-    ax.set_title(f"One session's item collection, as one Query returns it ({n} items)")
+    title = f"One session's item collection, as one Query returns it ({n} items)"
+    _bare(ax, (-1.85, 9.75), (-0.05, n + 0.05), title)
     return fig
 
 
 # ------------------------------------------------------------------- notebook 02, threads
 
+#: How each kind of event is marked: marker, colour, size.
+_EVENTS = {
+    "attempt": ("|", "0.6", 60),
+    "conflict": ("x", "tab:red", 30),
+    "commit": ("o", "tab:green", 18),
+}
+
 
 def thread_race(events: Sequence[tuple[float, int, str]], threads: int, commits: int) -> Picture:
     """Notebook 02: each thread's attempts, conflicts and commits over time."""
-    fig = Picture(figsize=(9, 3.2), layout="constrained")
-    ax = fig.subplots()
-    styles = {
-        "attempt": ("|", "0.6", 60),
-        "conflict": ("x", "tab:red", 30),
-        "commit": ("o", "tab:green", 18),
-    }
-    for kind, (marker, colour, size) in styles.items():
+    fig, ax = _canvas(9, 3.2)
+    for kind, (marker, colour, size) in _EVENTS.items():
         points = [(when, worker) for when, worker, what in events if what == kind]
-        ax.scatter(
-            [p[0] for p in points],
-            [p[1] for p in points],
-            marker=marker,
-            color=colour,
-            s=size,
-            label=kind,
-            zorder=3 if kind == "commit" else 2,
-        )
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        top = 3 if kind == "commit" else 2
+        ax.scatter(xs, ys, marker=marker, color=colour, s=size, label=kind, zorder=top)
     ax.set_xlabel("seconds since start")
     ax.set_ylabel("thread")
     ax.set_yticks(range(threads))
@@ -152,51 +145,26 @@ def appends_race(sent: Sequence[str], kept: Mapping[str, Sequence[str]], writers
     square per message sent, grouped by writer: filled if kept, empty if lost."""
     order = [m.strip('"') for m in sent]
     per_writer = max(1, len(order) // writers)
-    fig = Picture(figsize=(9.5, 0.75 * len(kept) + 1.4), layout="constrained")
-    ax = fig.subplots()
+    fig, ax = _canvas(9.5, 0.75 * len(kept) + 1.4)
     colours = [f"C{n % 10}" for n in range(writers)]
     for row, (label, survived) in enumerate(kept.items()):
         y = len(kept) - 1 - row
         have = {m.strip('"') for m in survived}
         for i, message in enumerate(order):
             x = i + (i // per_writer) * 0.6  # a gap between writers
-            filled = message in have
+            edge = colours[i // per_writer]
+            fill = edge if message in have else "white"
             ax.add_patch(
-                Rectangle(
-                    (x, y + 0.15),
-                    0.85,
-                    0.7,
-                    edgecolor=colours[i // per_writer],
-                    facecolor=colours[i // per_writer] if filled else "white",
-                    lw=1.2,
-                )
+                Rectangle((x, y + 0.15), 0.85, 0.7, edgecolor=edge, facecolor=fill, lw=1.2)
             )
-        ax.text(
-            -0.6,
-            y + 0.5,
-            f"{label}\n{len(have & set(order))} of {len(order)} kept",
-            ha="right",
-            va="center",
-            fontsize=9,
-        )
+        count = f"{label}\n{len(have & set(order))} of {len(order)} kept"
+        ax.text(-0.6, y + 0.5, count, ha="right", va="center", fontsize=9)
     for n in range(writers):
-        ax.text(
-            n * (per_writer + 0.6) + per_writer / 2,
-            -0.2,
-            f"writer {n}",
-            ha="center",
-            va="top",
-            fontsize=8,
-            color=colours[n],
-        )
-    ax.set_xlim(-0.2, len(order) + writers * 0.6)
-    ax.set_ylim(-0.6, len(kept) + 0.1)
-    ax.axis("off")
-    ax.set_title(
-        f"{len(order)} concurrent appends ({writers} writers): filled = kept, empty = lost",
-        fontsize=10,
-        loc="left",
-    )
+        x = n * (per_writer + 0.6) + per_writer / 2
+        ax.text(x, -0.2, f"writer {n}", ha="center", va="top", fontsize=8, color=colours[n])
+    title = f"{len(order)} concurrent appends ({writers} writers): filled = kept, empty = lost"
+    x_range, y_range = (-0.2, len(order) + writers * 0.6), (-0.6, len(kept) + 0.1)
+    _bare(ax, x_range, y_range, title, fontsize=10, loc="left")
     return fig
 
 
@@ -204,16 +172,10 @@ def append_cost(inline_wcu: Sequence[int], paged_wcu: Mapping[int, int]) -> Pict
     """Notebook 03: the write units of one append, by the message it appends: the inline list
     (``inline_wcu[k - 1]`` for message ``k``, until the next would pass 400 KB) and pages
     (measured at the messages of ``paged_wcu``)."""
-    fig = Picture(figsize=(8, 3.6), layout="constrained")
-    ax = fig.subplots()
+    fig, ax = _canvas(8, 3.6)
     refused = len(inline_wcu) + 1
-    ax.plot(
-        range(1, refused),
-        inline_wcu,
-        color="tab:red",
-        lw=2,
-        label="inline list (source design), 1 message per append",
-    )
+    inline = "inline list (source design), 1 message per append"
+    ax.plot(range(1, refused), inline_wcu, color="tab:red", lw=2, label=inline)
     ax.plot(refused, inline_wcu[-1], marker="X", color="tab:red", markersize=10, ls="none")
     ax.annotate(
         f"message {refused}: refused\n(item over 400 KB)",
@@ -226,13 +188,9 @@ def append_cost(inline_wcu: Sequence[int], paged_wcu: Mapping[int, int]) -> Pict
         color="tab:red",
     )
     messages = sorted(paged_wcu)
+    paged = [paged_wcu[m] for m in messages]
     ax.plot(
-        messages,
-        [paged_wcu[m] for m in messages],
-        color="tab:green",
-        lw=2,
-        marker="o",
-        label="pages (the store), measured",
+        messages, paged, color="tab:green", lw=2, marker="o", label="pages (the store), measured"
     )
     ax.set_xscale("log")
     ax.set_xlabel("the message appended (log scale)")
@@ -246,6 +204,14 @@ def append_cost(inline_wcu: Sequence[int], paged_wcu: Mapping[int, int]) -> Pict
 
 #: A move a cell tried: (the status the item had, the status asked for, whether it was written).
 Move = tuple[Status, Status, bool]
+_BOX = {"boxstyle": "round,pad=0.5", "fc": "#eef3fb", "ec": "0.3"}
+
+
+def _arrow(start: tuple[float, float], end: tuple[float, float], rad: float, **kw: Any) -> Any:
+    style = f"arc3,rad={rad}"
+    return FancyArrowPatch(
+        start, end, connectionstyle=style, arrowstyle="-|>", mutation_scale=12, **kw
+    )
 
 
 def state_machine(
@@ -260,29 +226,12 @@ def state_machine(
     for ax, (title, moves) in zip(axes, tried.items(), strict=True):
         x = {s: 2.2 * i for i, s in enumerate(statuses)}
         for s in statuses:
-            ax.text(
-                x[s],
-                0,
-                s.value,
-                ha="center",
-                va="center",
-                fontsize=10,
-                bbox={"boxstyle": "round,pad=0.5", "fc": "#eef3fb", "ec": "0.3"},
-            )
+            ax.text(x[s], 0, s.value, ha="center", va="center", fontsize=10, bbox=_BOX)
         for source, targets in transitions.items():
-            for target in targets:
+            for target in sorted(targets, key=statuses.index):  # the same order in every process
                 far = abs(statuses.index(target) - statuses.index(source)) > 1
-                ax.add_patch(
-                    FancyArrowPatch(
-                        (x[source] + 0.55, 0.18),
-                        (x[target] - 0.55, 0.18),
-                        connectionstyle=f"arc3,rad={-0.35 if far else -0.2}",
-                        arrowstyle="-|>",
-                        mutation_scale=12,
-                        color="0.55",
-                        lw=1.4,
-                    )
-                )
+                ends = (x[source] + 0.55, 0.18), (x[target] - 0.55, 0.18)
+                ax.add_patch(_arrow(*ends, -0.35 if far else -0.2, color="0.55", lw=1.4))
         seen: dict[tuple[Status, Status], int] = {}
         for source, target, written in moves:
             allowed = target in transitions[source]
@@ -295,18 +244,7 @@ def state_machine(
                 start, end, rad = (x[source], -0.25), (x[target], -0.25), 0.25 + 0.12 * n
                 depth = rad * abs(end[0] - start[0]) / 2
                 rad = rad if end[0] > start[0] else -rad
-            ax.add_patch(
-                FancyArrowPatch(
-                    start,
-                    end,
-                    connectionstyle=f"arc3,rad={rad}",
-                    arrowstyle="-|>",
-                    mutation_scale=12,
-                    color=colour,
-                    lw=1.8,
-                    ls="-" if written else "--",
-                )
-            )
+            ax.add_patch(_arrow(start, end, rad, color=colour, lw=1.8, ls="-" if written else "--"))
             mid = ((start[0] + end[0]) / 2, -0.25 - depth)
             ax.text(
                 *mid,
@@ -317,10 +255,7 @@ def state_machine(
                 color=colour,
                 bbox={"fc": "white", "ec": "none", "pad": 0.5},
             )
-        ax.set_xlim(-1.0, x[statuses[-1]] + 1.0)
-        ax.set_ylim(-1.9, 1.0)
-        ax.axis("off")
-        ax.set_title(title, fontsize=10, loc="left")
+        _bare(ax, (-1.0, x[statuses[-1]] + 1.0), (-1.9, 1.0), title, fontsize=10, loc="left")
     fig.legend(
         handles=[
             Patch(color="0.55", label="allowed by TRANSITIONS"),

@@ -1,8 +1,11 @@
 """A bounded optimistic-locking race on one item, for tests, notebooks and the soak.
 
-Each worker repeats "read version, conditional write version+1 with list_append" until it has
-committed ``per_worker`` times (or runs out of ``max_attempts``). On a linearizable engine the
-final version equals the acknowledged commits and the list holds each acknowledged element once.
+Each worker repeats "read the version, then the source design's append on it"
+(``source_design.append_context_messages``: ``list_append`` and ``version + 1`` if the version is
+unchanged) until it has committed ``per_worker`` times (or runs out of ``max_attempts``). The
+append's version condition is sound -- its defects are elsewhere -- so on a linearizable engine
+the final version equals the acknowledged commits and the list holds each acknowledged element
+once.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import ClientError
+
+from .source_design import append_context_messages
 
 
 @dataclass
@@ -33,11 +38,13 @@ class RaceResult:
         return self.acknowledged - (self.elements - self.duplicates)
 
 
+def _key(key: str) -> dict[str, Any]:
+    return {"pk": {"S": f"session#{key}"}, "sk": {"S": "metadata"}}
+
+
 def setup_item(client: Any, table: str, key: str) -> None:
-    client.put_item(
-        TableName=table,
-        Item={"pk": {"S": key}, "sk": {"S": "race"}, "version": {"N": "0"}, "items": {"L": []}},
-    )
+    item = {**_key(key), "version": {"N": "0"}, "context": {"L": []}}
+    client.put_item(TableName=table, Item=item)
 
 
 def worker(
@@ -53,47 +60,30 @@ def worker(
     t0: float = 0.0,
 ) -> tuple[int, int]:
     """Returns (acknowledged commits, conflicts)."""
-    k = {"pk": {"S": key}, "sk": {"S": "race"}}
     acked = conflicts = 0
     stop = time.monotonic() + deadline_s
+    note = events.append if events is not None else lambda _event: None
     for _ in range(max_attempts):
         if acked >= per_worker or time.monotonic() > stop:
             break
-        version = int(
-            client.get_item(TableName=table, Key=k, ConsistentRead=True)["Item"]["version"]["N"]
-        )
-        if events is not None:
-            events.append((time.monotonic() - t0, worker_id, "attempt"))
+        item = client.get_item(TableName=table, Key=_key(key), ConsistentRead=True)["Item"]
+        note((time.monotonic() - t0, worker_id, "attempt"))
         try:
-            client.update_item(
-                TableName=table,
-                Key=k,
-                UpdateExpression="SET #v = :new, #i = list_append(#i, :el)",
-                ConditionExpression="#v = :old",
-                ExpressionAttributeNames={"#v": "version", "#i": "items"},
-                ExpressionAttributeValues={
-                    ":new": {"N": str(version + 1)},
-                    ":old": {"N": str(version)},
-                    ":el": {"L": [{"S": f"{worker_id}:{acked}"}]},
-                },
-            )
+            version = int(item["version"]["N"])
+            append_context_messages(client, key, [f"{worker_id}:{acked}"], version, table=table)
             acked += 1
-            if events is not None:
-                events.append((time.monotonic() - t0, worker_id, "commit"))
+            note((time.monotonic() - t0, worker_id, "commit"))
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
             conflicts += 1
-            if events is not None:
-                events.append((time.monotonic() - t0, worker_id, "conflict"))
+            note((time.monotonic() - t0, worker_id, "conflict"))
     return acked, conflicts
 
 
 def read_result(client: Any, table: str, key: str, acked: int, conflicts: int) -> RaceResult:
-    item = client.get_item(
-        TableName=table, Key={"pk": {"S": key}, "sk": {"S": "race"}}, ConsistentRead=True
-    )["Item"]
-    elements = [e["S"] for e in item["items"]["L"]]
+    item = client.get_item(TableName=table, Key=_key(key), ConsistentRead=True)["Item"]
+    elements = [e["S"] for e in item["context"]["L"]]
     return RaceResult(
         acknowledged=acked,
         final_version=int(item["version"]["N"]),

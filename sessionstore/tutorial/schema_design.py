@@ -76,8 +76,6 @@ def pages_only_stub(session_id: str) -> dict[str, Any]:
 
 
 def pages_only_solution(session_id: str) -> dict[str, Any]:
-    """The parameters of a Query that reads this session's context pages and
-    nothing else."""
     return {
         "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :page)",
         "ExpressionAttributeNames": {"#pk": "pk", "#sk": "sk"},
@@ -178,11 +176,9 @@ def tool_call_key_solution(
     tool_call_id: str,
     recorded_at: str,
 ) -> dict[str, Any]:
-    """The key of the item that holds this tool call (``recorded_at``: this
-    delivery's time)."""
+    # The id alone in the sort key: the same on every delivery.
     return {
         "pk": {"S": schema.pk(session_id)},
-        # The id alone: the same on every delivery.
         "sk": {"S": schema.tool_sk(tool_call_id)},
     }
 

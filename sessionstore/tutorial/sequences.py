@@ -26,6 +26,10 @@ _COLOURS = {
     Outcome.PENDING: "0.5",
 }
 
+#: How a note on the item's lane reads: bad news in bold red.
+_NEWS: dict[str, Any] = {"color": "0.15"}
+_BAD_NEWS: dict[str, Any] = {"color": "tab:red", "weight": "bold"}
+
 #: (the label at the sender, the note on the item's lane, and whether the note is bad news)
 Describe = Callable[[Attempt, "dict[str, Any]"], tuple[str, str, bool]]
 
@@ -45,47 +49,28 @@ def _sequence(ax: Axes, attempts: Sequence[Attempt], describe: Describe, title: 
         y = top - lanes.index(attempt.actor)
         colour = _COLOURS[attempt.outcome]
         label, note, bad = describe(attempt, state)
-        ax.annotate(
-            "",
-            (x - 0.12, 0.12),
-            (x - 0.12, y - 0.12),
-            arrowprops={"arrowstyle": "-|>", "color": "0.35", "lw": 1.2},
-        )
+        _arrow(ax, (x - 0.12, y - 0.12), (x - 0.12, 0.12), "0.35", 1.2)  # the request, down
         if attempt.outcome is Outcome.LOST:  # the answer never arrives
             ax.plot([x + 0.12, x + 0.12], [0.12, y / 2], color=colour, lw=1.5, ls="--")
             ax.plot(x + 0.12, y / 2, marker="X", color=colour, markersize=10)
         else:
-            ax.annotate(
-                "",
-                (x + 0.12, y - 0.12),
-                (x + 0.12, 0.12),
-                arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 1.5},
-            )
-        ax.text(
-            x,
-            y + 0.14,
-            label,
-            ha="center",
-            va="bottom",
-            fontsize=7.5,
-            color="0.1",
-            bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": colour},
-        )
+            _arrow(ax, (x + 0.12, 0.12), (x + 0.12, y - 0.12), colour, 1.5)
+        box = {"boxstyle": "round,pad=0.25", "fc": "white", "ec": colour}
+        ax.text(x, y + 0.14, label, ha="center", va="bottom", fontsize=7.5, color="0.1", bbox=box)
         if note:
-            ax.text(
-                x,
-                -0.16,
-                note,
-                ha="center",
-                va="top",
-                fontsize=7.5,
-                color="tab:red" if bad else "0.15",
-                weight="bold" if bad else "normal",
-            )
+            style = _BAD_NEWS if bad else _NEWS
+            ax.text(x, -0.16, note, ha="center", va="top", fontsize=7.5, **style)
     ax.set_xlim(-1.6, len(ordered) - 0.4)
     ax.set_ylim(-1.0, top + 1.0)
     ax.axis("off")
     ax.set_title(title, fontsize=10, loc="left")
+
+
+def _arrow(
+    ax: Axes, start: tuple[float, float], end: tuple[float, float], colour: str, lw: float
+) -> None:
+    """An arrow from ``start`` to ``end``."""
+    ax.annotate("", end, start, arrowprops={"arrowstyle": "-|>", "color": colour, "lw": lw})
 
 
 def _writers(item: Mapping[str, Any]) -> list[str]:
@@ -123,18 +108,10 @@ def lost_update(unguarded: Timeline, guarded: Timeline) -> Picture:
     it; under each, the item after every write."""
     fig = Picture(figsize=(9.5, 6.4), layout="constrained")
     top, bottom = fig.subplots(2, 1)
-    _sequence(
-        top,
-        unguarded.attempts,
-        _describe_02,
-        "Read, modify, write back with no condition: both writes land",
-    )
-    _sequence(
-        bottom,
-        guarded.attempts,
-        _describe_02,
-        "With `version = <the version read>`: Bob is refused, retries on ALL_OLD",
-    )
+    title = "Read, modify, write back with no condition: both writes land"
+    _sequence(top, unguarded.attempts, _describe_02, title)
+    title = "With `version = <the version read>`: Bob is refused, retries on ALL_OLD"
+    _sequence(bottom, guarded.attempts, _describe_02, title)
     return fig
 
 
@@ -164,10 +141,6 @@ def lost_response(timeline: Timeline) -> Picture:
     the client's repeat, another instance's replay -- and the one item they all find."""
     width = max(7.0, 1.7 * len(timeline.attempts) + 2.5)
     fig = Picture(figsize=(width, 1.3 * len(timeline.actors()) + 2.2), layout="constrained")
-    _sequence(
-        fig.subplots(),
-        timeline.attempts,
-        _describe_04,
-        f"{len(timeline.attempts)} attempts, one tool call, one item",
-    )
+    title = f"{len(timeline.attempts)} attempts, one tool call, one item"
+    _sequence(fig.subplots(), timeline.attempts, _describe_04, title)
     return fig

@@ -64,6 +64,7 @@ class _ClientLog(RequestLog):
 
     def __init__(self, client: Any, timeline: Timeline, actor: str) -> None:
         super().__init__(client)
+        self.on("response-received.dynamodb", self._on_response)
         self._timeline, self._actor = timeline, actor
         self._pending = threading.local()
 
@@ -93,17 +94,6 @@ class _ClientLog(RequestLog):
             attempt.outcome = Outcome.OK
         else:
             attempt.outcome = Outcome.REFUSED if attempt.code in _REFUSALS else Outcome.ERROR
-
-    def attach(self) -> _ClientLog:
-        if not self._attached:
-            self._client.meta.events.register("response-received.dynamodb", self._on_response)
-        super().attach()
-        return self
-
-    def detach(self) -> None:
-        if self._attached:
-            self._client.meta.events.unregister("response-received.dynamodb", self._on_response)
-        super().detach()
 
 
 class Timeline:

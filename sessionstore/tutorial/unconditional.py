@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, SupportsFloat
+from typing import Any
 
 import anyio.to_thread
 
@@ -39,18 +39,11 @@ class UnconditionalPutStore:
         item = response.get("Item")
         return None if item is None else dict(json.loads(item["value"]["S"]))
 
-    async def ttl(
-        self, key: str, *, collection: str | None = None
-    ) -> tuple[dict[str, Any] | None, float | None]:
-        return await self.get(key, collection=collection), None
+    async def ttl(self, key: str, **kw: Any) -> tuple[dict[str, Any] | None, None]:
+        return await self.get(key, **kw), None  # no TTL: the wrong way keeps none
 
     async def put(
-        self,
-        key: str,
-        value: Mapping[str, Any],
-        *,
-        collection: str | None = None,
-        ttl: SupportsFloat | None = None,
+        self, key: str, value: Mapping[str, Any], *, collection: str | None = None, **_: Any
     ) -> None:
         item = {**self._key(key, collection), "value": {"S": json.dumps(dict(value))}}
         await anyio.to_thread.run_sync(
@@ -65,41 +58,37 @@ class UnconditionalPutStore:
         )
         return "Attributes" in response
 
-    async def get_many(
-        self, keys: Sequence[str], *, collection: str | None = None
-    ) -> list[dict[str, Any] | None]:
-        return [await self.get(key, collection=collection) for key in keys]
+    # The batch forms, one key after another (as the store this stands for does).
+
+    async def get_many(self, keys: Sequence[str], **kw: Any) -> list[dict[str, Any] | None]:
+        return [await self.get(key, **kw) for key in keys]
 
     async def ttl_many(
-        self, keys: Sequence[str], *, collection: str | None = None
+        self, keys: Sequence[str], **kw: Any
     ) -> list[tuple[dict[str, Any] | None, float | None]]:
-        return [await self.ttl(key, collection=collection) for key in keys]
+        return [await self.ttl(key, **kw) for key in keys]
 
     async def put_many(
-        self,
-        keys: Sequence[str],
-        values: Sequence[Mapping[str, Any]],
-        *,
-        collection: str | None = None,
-        ttl: SupportsFloat | None = None,
+        self, keys: Sequence[str], values: Sequence[Mapping[str, Any]], **kw: Any
     ) -> None:
         for key, value in zip(keys, values, strict=True):
-            await self.put(key, value, collection=collection, ttl=ttl)
+            await self.put(key, value, **kw)
 
-    async def delete_many(self, keys: Sequence[str], *, collection: str | None = None) -> int:
-        return sum([await self.delete(key, collection=collection) for key in keys])
+    async def delete_many(self, keys: Sequence[str], **kw: Any) -> int:
+        return sum([await self.delete(key, **kw) for key in keys])
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m sessionstore.tutorial.unconditional``: the FastMCP demo server (the options
     of ``python -m sessionstore.fastmcp``) over this store instead of ``StoreSessionState``."""
+    from key_value.aio.protocols.key_value import AsyncKeyValue
+
     from ..fastmcp.__main__ import main as serve
 
-    return serve(
-        argv,
-        prog="python -m sessionstore.tutorial.unconditional",
-        state=lambda store, _: UnconditionalPutStore(store.client, store.table_name),
-    )
+    def state(store: Any, _: object) -> AsyncKeyValue:  # typed: mypy checks the protocol
+        return UnconditionalPutStore(store.client, store.table_name)
+
+    return serve(argv, prog="python -m sessionstore.tutorial.unconditional", state=state)
 
 
 if __name__ == "__main__":

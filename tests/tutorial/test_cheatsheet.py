@@ -17,6 +17,7 @@ import boto3
 import pytest
 
 import sessionstore as ss
+from sessionstore.testing.hooks import Hooks
 
 ROOT = Path(__file__).resolve().parents[2]
 SHEET = ROOT / "docs" / "cheatsheet.md"
@@ -72,11 +73,8 @@ def test_the_cheat_sheets_boto3_snippets_run_as_pasted(
             rival["done"] = True
             store.update_attributes("s-0001", {"locale": "pt-PT"})  # a transaction
 
-    client.meta.events.register("before-call.dynamodb.UpdateItem", another_writer)
-    try:
+    with Hooks(client).on("before-call.dynamodb.UpdateItem", another_writer):
         exec(version, ns)
-    finally:
-        client.meta.events.unregister("before-call.dynamodb.UpdateItem", another_writer)
     after = _item(client, table, "metadata")
     assert rival["done"] and after is not None
     assert after["summary"] == {"S": "booked TP1300"}

@@ -15,6 +15,7 @@ import json
 import pkgutil
 import re
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -457,3 +458,21 @@ def test_04_and_05_take_the_same_forms_of_condition(condition: Any, client: Any)
     guard = GUARD.verdict(lambda to: condition, client)
     assert record.startswith("Correct: "), record
     assert "moves the table allows were refused" in guard, guard
+
+
+def test_a_race_that_does_not_end_is_a_verdict_not_a_wait(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reservation checker's racing threads are waited for a bounded time: an answer that
+    hangs in the race gets a verdict, not a notebook cell that never ends."""
+    from sessionstore.tutorial import context_pages
+
+    monkeypatch.setattr(context_pages, "JOIN_S", 0.5)
+
+    def slow_in_the_race(n: int, limit: int) -> Any:
+        if limit == 10_000:  # the race's appends
+            time.sleep(2)
+        return context_pages.reserve_solution(n, limit)
+
+    verdict = context_pages.RESERVE.verdict(slow_in_the_race, client)
+    assert verdict.startswith("Not yet: ") and "did not end in 0.5 s" in verdict

@@ -5,6 +5,9 @@ bytes for the same run."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -108,3 +111,30 @@ def test_the_item_collection_draws_every_item_in_key_order() -> None:
     texts = [t.get_text() for t in picture.axes[0].texts]
     assert [t for t in texts if t in sks] == sks
     assert picture._repr_png_().startswith(PNG)
+
+
+_DRAW_STATE_MACHINE = """
+import hashlib
+from sessionstore.lifecycle import TRANSITIONS
+from sessionstore.models import Status as S
+from sessionstore.tutorial import pictures
+tried = {"tried": [(S.CLOSING, S.CLOSED, True), (S.CLOSED, S.ACTIVE, False)]}
+print(hashlib.sha256(pictures.state_machine(TRANSITIONS, tried)._repr_png_()).hexdigest())
+"""
+
+
+def test_the_state_machine_is_the_same_bytes_in_every_process() -> None:
+    """The table's targets are sets, iterated in an order that changes with the process's hash
+    seed: the arrows are drawn in the statuses' order, so a notebook's picture does not."""
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", _DRAW_STATE_MACHINE],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        ).stdout
+        for seed in ("1", "4")
+    }
+    assert len(digests) == 1
