@@ -46,6 +46,7 @@ from . import codec, sizing, tool_calls
 from .clock import format_timestamp
 from .codec import JSON
 from .conditions import (
+    TRUE,
     Condition,
     Field,
     Name,
@@ -197,24 +198,34 @@ def still_claimed(claim: Claim) -> Condition:
 
 
 @dataclass(frozen=True, slots=True)
-class CompleteToolCall(Plan[None]):
+class ClaimUpdate(Plan[R]):
+    """An UpdateItem of the call item ``claim`` holds, on the claim still being ours: the base
+    of the writes a claim's holder makes (its completion, a later round, its lease)."""
+
+    table: str
+    claim: Claim
+
+    operation: ClassVar[str] = "update_item"
+
+    def on_claim(self, update: Update, condition: Condition = TRUE) -> dict[str, Any]:
+        key = call_key(self.claim.session_id, self.claim.tool_call_id)
+        condition = still_claimed(self.claim) & condition
+        return update_item(self.table, key, update, condition, returns=None)
+
+
+@dataclass(frozen=True, slots=True)
+class CompleteToolCall(ClaimUpdate[None]):
     """Write the result into the call ``claim`` holds: one UpdateItem, on the claim still
     being ours. ``fields`` (python-typed): a recorded call's. The claim's token stays in the
     item, so a retry whose first response was lost finds its own result there."""
 
-    table: str
-    claim: Claim
     fields: dict[str, Any]
-
-    operation: ClassVar[str] = "update_item"
 
     def request(self, now_ms: int) -> dict[str, Any]:
         update = Update()
         for name, value in self.fields.items():
             update += assign(name, value)
-        update += remove(Name(ClaimItem.LEASE_UNTIL))
-        key = call_key(self.claim.session_id, self.claim.tool_call_id)
-        return update_item(self.table, key, update, still_claimed(self.claim), returns=None)
+        return self.on_claim(update + remove(Name(ClaimItem.LEASE_UNTIL)))
 
     def succeeded(self, response: dict[str, Any], now_ms: int) -> None:
         return None

@@ -28,14 +28,14 @@ Refused, it returns None: the lease is no longer this delivery's to keep.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from . import sizing
-from .claims import Claim, ClaimItem, Item, Outcome, State, standing, still_claimed
-from .conditions import Condition, Name, Value, absent, assign, clause, equals, remove, update_item
+from .claims import Claim, ClaimItem, ClaimUpdate, Item, Outcome, State, standing
+from .conditions import Condition, Name, Value, absent, assign, clause, equals, remove
 from .errors import SessionExpired
-from .table import Plan, Table
-from .tool_calls import CallItem, call_key, call_live
+from .table import Table
+from .tool_calls import CallItem, call_live
 from .wire import Cancelled, ConditionFailed
 
 __all__ = ["MAX_SUSPENDED_BYTES", "renew", "start_round", "suspend_round"]
@@ -50,7 +50,7 @@ def round_is(number: int) -> Condition:
 
 
 @dataclass(frozen=True, slots=True)
-class StartRound(Plan[Item | None]):
+class StartRound(ClaimUpdate[Item | None]):
     """Take round ``round`` (2, 3, ...) of the call ``claim`` holds: one UpdateItem; None when
     it is ours, else the item as the refusal showed it (``{}``: gone). A sealed
     ``requestState`` proves the round was issued, not that it has not run, so it is claimed
@@ -58,13 +58,9 @@ class StartRound(Plan[Item | None]):
     and the delivery's own token beside it tells its lost response from a rival's. The lease
     is renewed: a rival is told "in progress" while this round runs."""
 
-    table: str
-    claim: Claim
     round: int
     delivery: str
     lease_ms: int
-
-    operation: ClassVar[str] = "update_item"
 
     def request(self, now_ms: int) -> dict[str, Any]:
         # The previous round's suspension is no longer an answer: the client has moved on.
@@ -74,10 +70,7 @@ class StartRound(Plan[Item | None]):
             + assign(ClaimItem.LEASE_UNTIL, now_ms + self.lease_ms)
             + remove(Name(ClaimItem.SUSPENDED), Name(ClaimItem.SUSPENDED_ROUND))
         )
-        live = call_live(now_ms // 1000)
-        condition = still_claimed(self.claim) & live & round_is(self.round - 1)
-        key = call_key(self.claim.session_id, self.claim.tool_call_id)
-        return update_item(self.table, key, update, condition, returns=None)
+        return self.on_claim(update, call_live(now_ms // 1000) & round_is(self.round - 1))
 
     def succeeded(self, response: dict[str, Any], now_ms: int) -> Item | None:
         return None
@@ -91,25 +84,19 @@ class StartRound(Plan[Item | None]):
 
 
 @dataclass(frozen=True, slots=True)
-class SuspendRound(Plan[None]):
+class SuspendRound(ClaimUpdate[None]):
     """Keep round ``round``'s answer -- it asked the client for input -- in the call item, the
     round still ours: a client that lost it and sends the round again gets it again (sealed
     afresh by the SDK), not a call that can no longer finish. The next round removes it."""
 
-    table: str
-    claim: Claim
     round: int
     answer: str  # the ``InputRequiredResult`` as JSON text
 
-    operation: ClassVar[str] = "update_item"
-
     def request(self, now_ms: int) -> dict[str, Any]:
-        update = assign(ClaimItem.SUSPENDED, self.answer) + assign(
-            ClaimItem.SUSPENDED_ROUND, self.round
+        answer = assign(ClaimItem.SUSPENDED, self.answer)
+        return self.on_claim(
+            answer + assign(ClaimItem.SUSPENDED_ROUND, self.round), round_is(self.round)
         )
-        condition = still_claimed(self.claim) & round_is(self.round)
-        key = call_key(self.claim.session_id, self.claim.tool_call_id)
-        return update_item(self.table, key, update, condition, returns=None)
 
     def succeeded(self, response: dict[str, Any], now_ms: int) -> None:
         return None
@@ -119,25 +106,17 @@ class SuspendRound(Plan[None]):
 
 
 @dataclass(frozen=True, slots=True)
-class RenewLease(Plan[int | None]):
+class RenewLease(ClaimUpdate[int | None]):
     """Move the lease of the call ``claim`` holds, at round ``round``, to ``lease_ms`` from
     now: the new ``leaseUntil`` (epoch ms), or None when refused (module docstring)."""
 
-    table: str
-    claim: Claim
     round: int
     lease_ms: int
 
-    operation: ClassVar[str] = "update_item"
-
     def request(self, now_ms: int) -> dict[str, Any]:
         running = clause("lease_running", "{} > {}", Name(ClaimItem.LEASE_UNTIL), Value(now_ms))
-        condition = (
-            still_claimed(self.claim) & round_is(self.round) & running & call_live(now_ms // 1000)
-        )
-        key = call_key(self.claim.session_id, self.claim.tool_call_id)
-        update = assign(ClaimItem.LEASE_UNTIL, now_ms + self.lease_ms)
-        return update_item(self.table, key, update, condition, returns=None)
+        condition = round_is(self.round) & running & call_live(now_ms // 1000)
+        return self.on_claim(assign(ClaimItem.LEASE_UNTIL, now_ms + self.lease_ms), condition)
 
     def succeeded(self, response: dict[str, Any], now_ms: int) -> int | None:
         return now_ms + self.lease_ms
