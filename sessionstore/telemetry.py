@@ -65,6 +65,15 @@ from .errors import (
 )
 from .metering import COUNTS, UNITS, Tally, current, install_hooks, instrumented, measuring
 
+__all__ = [
+    "PREFIX",
+    "SYSTEM",
+    "configure",
+    "enabled",
+    "operation",
+    "traced",
+]
+
 try:
     from opentelemetry import context as _otel_context
     from opentelemetry import metrics as _metrics

@@ -52,6 +52,3 @@ async def status(send: Send, code: int, message: str | None) -> None:
         body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
     await send({"type": "http.response.start", "status": code, "headers": headers})
     await send({"type": "http.response.body", "body": body})
-
-
-__all__ = ["MAX_BODY_BYTES", "buffer_body", "status"]

@@ -60,7 +60,7 @@ from ..models import Session
 from . import asgi
 from .lease_keeper import LEASE_SCOPE_KEY, Held
 from .protocol import SESSION_SCOPE_KEY
-from .relay import ASK_ID_PREFIX, POLLS, Relay
+from .relay import ASK_ID_PREFIX, Relay
 
 #: Below the extension's default lease (300 s): the call stays claimed while its tool waits.
 DEFAULT_WAIT_SECONDS: Final = 240.0
@@ -248,6 +248,3 @@ def _answer_in(body: bytes) -> JSONRPCResponse | JSONRPCError | None:
 
 def _failure(code: int, message: str) -> str:
     return codec.encode({"error": {"code": code, "message": message}})
-
-
-__all__ = ["ASK_ID_PREFIX", "DEFAULT_WAIT_SECONDS", "POLLS", "BackChannel"]

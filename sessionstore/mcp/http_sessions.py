@@ -348,6 +348,3 @@ def install(
     back_channel = BackChannel(extension.store, answer_wait_seconds)
     back_channel.install(manager)
     manager.asgi_app = LegacySessions(manager.asgi_app, extension, adopt_ids=adopt_ids)
-
-
-__all__ = ["SESSION_HEADER", "LegacySessions", "install"]

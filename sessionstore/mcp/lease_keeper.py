@@ -81,6 +81,3 @@ def held_in(scope: Any) -> Held | None:
     """The ``Held`` the back channel put in this request's ASGI ``scope``, if any."""
     held = scope.get(LEASE_SCOPE_KEY) if isinstance(scope, dict) else None
     return held if isinstance(held, Held) else None
-
-
-__all__ = ["LEASE_SCOPE_KEY", "Held", "held_in"]

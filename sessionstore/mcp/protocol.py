@@ -14,6 +14,35 @@ from typing import Annotated, Final
 from mcp_types import RequestParams, Result
 from pydantic import BaseModel, Field
 
+__all__ = [
+    "CLOSE_METHOD",
+    "CLOSE_TOOL",
+    "EXTENSION_ID",
+    "HANDLE_ARGUMENT",
+    "IDEMPOTENCY_ARGUMENT",
+    "OPEN_METHOD",
+    "OPEN_TOOL",
+    "REPLAYED_KEY",
+    "SESSION_EXPIRED",
+    "SESSION_ID_KEY",
+    "SESSION_NOT_ACTIVE",
+    "SESSION_NOT_FOUND",
+    "SESSION_REQUIRED",
+    "SESSION_SCOPE_KEY",
+    "STORE_UNAVAILABLE",
+    "TOOL_CALL_ID_KEY",
+    "TOOL_CALL_ID_REUSED",
+    "TOOL_CALL_IN_PROGRESS",
+    "TOOL_CALL_OUTCOME_UNKNOWN",
+    "CloseSessionParams",
+    "CloseSessionResult",
+    "IdempotencyKey",
+    "OpenSessionParams",
+    "OpenSessionResult",
+    "OpenedSession",
+    "SessionHandle",
+]
+
 #: On every request that acts in a session (``tools/call``, close).
 SESSION_ID_KEY: Final = "io.sessionstore/session-id"
 #: On every ``tools/call``: the client's idempotency key, the same on every delivery of one call,

@@ -232,6 +232,3 @@ def _reply(text: str) -> dict[str, Any] | ErrorData:
         return ErrorData.model_validate(error)
     except ValueError:
         return ErrorData(code=INTERNAL_ERROR, message=f"the client's answer is malformed: {text}")
-
-
-__all__ = ["ASK_ID_PREFIX", "POLLS", "Relay"]

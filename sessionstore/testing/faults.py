@@ -40,6 +40,11 @@ from botocore.httpsession import URLLib3Session
 
 from .hooks import Hooks
 
+__all__ = [
+    "Fault",
+    "FaultInjector",
+]
+
 
 class Fault(enum.Enum):
     LOST_RESPONSE = "lost_response"

@@ -27,6 +27,12 @@ from starlette.types import Receive, Scope, Send
 
 from ..errors import InvalidInput
 
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "HOP_BY_HOP",
+    "RoundRobinProxy",
+]
+
 #: Connection-scoped headers (RFC 9110 7.6.1) that a proxy must not forward.
 HOP_BY_HOP = frozenset(
     {

@@ -20,6 +20,12 @@ import botocore.handlers
 
 from .hooks import Hooks
 
+__all__ = [
+    "IN_TRANSACTION",
+    "RequestLog",
+    "iam_actions",
+]
+
 #: The IAM action of each kind of action inside ``TransactWriteItems``.
 IN_TRANSACTION = {
     "ConditionCheck": "ConditionCheckItem",

@@ -24,6 +24,13 @@ from ..ids import CounterIds
 from ..retry import RetryPolicy
 from ..store import SessionStore
 
+__all__ = [
+    "START",
+    "Tutorial",
+    "drop_table",
+    "fresh_store",
+]
+
 START = "2026-01-01T12:00:00Z"
 
 

@@ -31,6 +31,21 @@ from .. import schema
 from ..conditions import PLACEHOLDER, Condition, Request
 from . import drop_table
 
+__all__ = [
+    "EXPRESSION_HINT",
+    "QUOTE",
+    "WIDTH",
+    "WIRE_HINT",
+    "Exercise",
+    "NotYet",
+    "call",
+    "condition_params",
+    "landed",
+    "own_table",
+    "quote",
+    "refusal",
+]
+
 #: The width of a verdict, as a notebook's output shows it.
 WIDTH = 88
 #: How much of an error's own text a verdict quotes.

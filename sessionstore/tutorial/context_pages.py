@@ -23,6 +23,23 @@ from typing import Any
 from .. import schema
 from .checking import Exercise, NotYet, call, landed, own_table, quote
 
+__all__ = [
+    "EACH",
+    "JOIN_S",
+    "NOW_S",
+    "PAGE_ONCE",
+    "RESERVE",
+    "SIZES",
+    "THREADS",
+    "Params",
+    "check_page_once",
+    "check_reserve",
+    "page_once",
+    "page_once_solution",
+    "reserve",
+    "reserve_solution",
+]
+
 Params = dict[str, Any]  # a request's parameters, as the low-level client takes them
 
 #: What the checker sends itself: the table, and the key (an UpdateItem) or the item (a PutItem).

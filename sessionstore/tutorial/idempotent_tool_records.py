@@ -22,6 +22,22 @@ from ..conditions import Condition, absent, item_to_wire, to_wire
 from ..testing.faults import Fault, FaultInjector
 from .checking import Exercise, NotYet, call, condition_params, landed, own_table
 
+__all__ = [
+    "CALL",
+    "DIFFERENT",
+    "FIRST",
+    "OTHER",
+    "RECORD_ONCE",
+    "SECOND",
+    "SESSION",
+    "TABLE",
+    "Answer",
+    "Delivery",
+    "check_record_once",
+    "record_once",
+    "record_once_solution",
+]
+
 #: The checker's own table, recreated on every check.
 TABLE = "nb04-exercise-tool-calls"
 SESSION = "session#s-0001"

@@ -22,6 +22,14 @@ from sessionstore.locking import version_up
 from sessionstore.models import Status
 from sessionstore.tutorial.checking import Exercise, NotYet, call, condition_params, landed
 
+__all__ = [
+    "GUARD",
+    "TABLE",
+    "check_guard",
+    "guard_solution",
+    "guard_stub",
+]
+
 #: The checker's own table (created if missing; every item it uses is put afresh).
 TABLE = "nb05-exercise-guards"
 

@@ -19,6 +19,16 @@ from .. import schema
 from ..testing.hooks import Hooks
 from .checking import Exercise, NotYet, landed, quote
 
+__all__ = [
+    "ADD_MESSAGE",
+    "KEY",
+    "START_VERSION",
+    "TABLE",
+    "add_message",
+    "add_message_solution",
+    "check_add_message",
+]
+
 #: The checker's own table and item (recreated item by item: every run starts the same).
 TABLE = "nb02-exercise-locking"
 KEY = {"pk": {"S": "session#exercise"}, "sk": {"S": "metadata"}}

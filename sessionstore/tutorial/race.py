@@ -19,6 +19,15 @@ from botocore.exceptions import ClientError
 
 from .source_design import append_context_messages
 
+__all__ = [
+    "RaceResult",
+    "main",
+    "read_result",
+    "setup_item",
+    "thread_race",
+    "worker",
+]
+
 
 @dataclass
 class RaceResult:

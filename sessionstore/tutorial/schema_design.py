@@ -19,6 +19,22 @@ from .. import schema
 from . import fresh_store
 from .checking import Exercise, NotYet, call, refusal
 
+__all__ = [
+    "OTHER",
+    "PAGES_ONLY",
+    "RECORDED",
+    "REDELIVERED",
+    "SESSION",
+    "TABLE",
+    "TOOL_CALL_KEY",
+    "check_pages_only",
+    "check_tool_call_key",
+    "pages_only_solution",
+    "pages_only_stub",
+    "tool_call_key_solution",
+    "tool_call_key_stub",
+]
+
 TABLE = "nb01-exercise"
 SESSION = "s-0001"
 OTHER = "s-0002"

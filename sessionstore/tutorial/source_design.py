@@ -16,6 +16,14 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
+__all__ = [
+    "TABLE",
+    "append_context_messages",
+    "begin_session_close",
+    "record_tool_call",
+    "update_session_status",
+]
+
 TABLE = "mcp-sessions"
 _ser = TypeSerializer()
 _deser = TypeDeserializer()

@@ -77,13 +77,13 @@ def test_every_relative_link_resolves(page: Path) -> None:
 
 
 def test_the_layout_page_names_every_module() -> None:
-    """docs/layout.md has a row for each module at the package's top level and each helper of
-    the exercises (the per-notebook exercise modules are named by their notebook)."""
+    """docs/layout.md has a row for each module at the package's top level and each module of
+    the tutorial (the per-notebook exercise modules are named by their notebook)."""
     page = (ROOT / "docs" / "layout.md").read_text()
     package = ROOT / "sessionstore"
     notebooks = {p.stem[3:] for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
     modules = [p for p in package.glob("*.py") if not p.name.startswith("__")]
-    modules += [p for p in (package / "exercises").glob("*.py") if p.stem not in notebooks]
+    modules += [p for p in (package / "tutorial").glob("*.py") if p.stem not in notebooks]
     named = re.findall(r"`([\w/.]+\.py)`", page)
     missing = [
         str(p.relative_to(ROOT))
