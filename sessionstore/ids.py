@@ -10,7 +10,14 @@ from typing import Protocol
 
 from .errors import InvalidInput
 
-__all__ = ["MAX_ID_LENGTH", "CounterIds", "IdFactory", "RandomIds", "validate_id"]
+__all__ = [
+    "MAX_ID_LENGTH",
+    "CounterIds",
+    "IdFactory",
+    "RandomIds",
+    "validate_id",
+    "validate_session",
+]
 
 MAX_ID_LENGTH = 128
 #: A token names its write's entry in ``tk`` and is kept whole (a session's ``incarnation``, in
@@ -113,3 +120,10 @@ def validate_token(value: object) -> str:
             f"got {value!r:.80}"
         )
     return validate_id(value, "token")
+
+
+def validate_session(session_id: object, owner: object) -> None:
+    """A session id and, unless None, its owner: ``InvalidInput`` before anything is sent."""
+    validate_id(session_id, "session_id")
+    if owner is not None:
+        validate_id(owner, "owner")

@@ -36,7 +36,7 @@ from .attributes import attribute_texts
 from .clock import Clock, SystemClock
 from .codec import JSON
 from .context import ContextReader, Limits
-from .ids import IdFactory, RandomIds
+from .ids import IdFactory, RandomIds, validate_session
 from .item import METADATA_OVERHEAD, WIDEST_CONTEXT_BYTES, WIDEST_COUNT, WIDEST_TTL
 from .models import Context, Loaded, Session, Status, ToolCallRecord
 from .retry import RetryPolicy
@@ -129,7 +129,7 @@ class SessionStore:
         is its absolute cap; with ``idle_seconds`` (1..``ttl_seconds``) it also expires once no
         accepted write has touched it for that long (README, "Idle expiry")."""
         session_id = self.ids.session_id() if session_id is None else session_id
-        validate.session(session_id, owner)
+        validate_session(session_id, owner)
         validate.ttl(ttl_seconds, idle_seconds)
         attrs, _ = attribute_texts({} if attributes is None else attributes, "attributes")
         return lifecycle.create(self.table, session_id, owner, ttl_seconds, idle_seconds, attrs)
@@ -138,14 +138,14 @@ class SessionStore:
     def get_session(self, session_id: str, *, owner: str | None = None) -> Session:
         """Strongly consistent read of the metadata item, and of the attributes item unless the
         session never had attributes or this instance holds their current copy."""
-        validate.session(session_id, owner)
+        validate_session(session_id, owner)
         return reads.get(self.table, session_id, owner)
 
     @telemetry.traced("touch")
     def touch(self, session_id: str, *, owner: str | None = None) -> Session:
         """Keep a session alive for a reader that writes nothing (writes move the deadline
         themselves): one UpdateItem of its idle deadline, no version bump, no token."""
-        validate.session(session_id, owner)
+        validate_session(session_id, owner)
         return lifecycle.touch(self.table, session_id, owner)
 
     @telemetry.traced("transition")
@@ -153,7 +153,7 @@ class SessionStore:
         """Move the session to ``to``: one UpdateItem conditioned on the statuses it may come
         from (``lifecycle``), no read. Asking for the current status is a no-op; another move
         not in ``TRANSITIONS`` raises ``InvalidTransition``."""
-        validate.session(session_id, owner)
+        validate_session(session_id, owner)
         return lifecycle.transition(self.table, session_id, to, owner)
 
     @telemetry.traced("activate")
@@ -179,7 +179,7 @@ class SessionStore:
         ``expire_at`` (epoch seconds): one ``TransactWriteItems``, nothing read back. After it,
         the session reads as expired (pages and calls keep their own ttl). Already closed: left
         as it is; another status: ``InvalidTransition``."""
-        validate.session(session_id, owner)
+        validate_session(session_id, owner)
         validate.int_in("expire_at", expire_at, 0, WIDEST_TTL)
         lifecycle.close_and_expire(self.table, session_id, owner, expire_at)
 
@@ -190,7 +190,7 @@ class SessionStore:
         """``lifecycle.update_status``: one UpdateItem (a cold instance reads first), one more per
         conflict up to ``retry.max_attempts`` (then ``ConflictRetriesExhausted``); an illegal
         move raises ``InvalidTransition``."""
-        validate.session(session_id, owner)
+        validate_session(session_id, owner)
         return lifecycle.update_status(self.table, session_id, status, owner)
 
     @telemetry.traced("update_attributes")
@@ -209,7 +209,7 @@ class SessionStore:
         current version raises ``VersionConflict``. ``SessionNotActive`` if closed,
         ``ItemTooLarge`` past ``ATTRIBUTES_MAX_BYTES``, ``RequestOverLimit`` (unsent) past
         DynamoDB's 4 KB expression limit (about 278 short names)."""
-        validate.session(session_id, owner)
+        validate_session(session_id, owner)
         attributes.update(self.table, session_id, changes, remove, expected_version, owner)
 
     @telemetry.traced("append_context")
@@ -227,7 +227,7 @@ class SessionStore:
         current version raises ``VersionConflict``. ``ContextFull``, ``ItemTooLarge``: nothing
         written. ``Unavailable`` after the reservation: a hole readers skip (``maybe_applied``
         says whether the page may have landed)."""
-        validate.session(session_id, owner)
+        validate_session(session_id, owner)
         return context.append(
             self.table, self.limits, session_id, messages, expected_version, owner
         )
@@ -249,7 +249,7 @@ class SessionStore:
         ``TransactWriteItems``, typically 4 WCU; a repeat, one request and nothing written;
         another request under the id, ``ToolCallConflict``. It expires with its session unless
         ``ttl_seconds`` says otherwise."""
-        validate.session(session_id, owner)
+        validate_session(session_id, owner)
         call = tool_calls.Call.of(session_id, tool_call_id, tool_name, input, owner)
         return tool_calls.record(self.table, call, output, duration_ms, ttl_seconds)
 
@@ -258,7 +258,7 @@ class SessionStore:
         """The session's live tool-call history in order of recording, read whole before this
         returns: a GetItem of the metadata item, then a Query of the ``tool#`` range. Calls
         claimed but never recorded are left out."""
-        validate.session(session_id, owner)
+        validate_session(session_id, owner)
         return iter(tool_calls.read_history(self.table, session_id, owner))
 
     @telemetry.traced("context")
@@ -268,7 +268,7 @@ class SessionStore:
         """The session's messages in order (after seq ``after``), read lazily page by page: one
         Query (from ``after``, a GetItem before it) that checks the session before returning.
         The reader's ``position`` is the ``after`` to read on from next time."""
-        validate.session(session_id, owner)
+        validate_session(session_id, owner)
         each_page = partial(telemetry.operation, "read_page", session_id, client=self.client)
         return context.read(self.table, session_id, owner, after, each_page)
 
@@ -276,7 +276,7 @@ class SessionStore:
     def load(self, session_id: str, *, owner: str | None = None) -> Loaded:
         """Metadata, context and live tool-call history from one Query (``metadata`` to the last
         ``tool#`` key, following ``LastEvaluatedKey``): ``Loaded(session, context, tool_calls)``."""
-        validate.session(session_id, owner)
+        validate_session(session_id, owner)
         session, first, items = reads.head(self.table, session_id, owner, schema.TOOLS_END)
         rows = list(items)
         pages = [row for row in rows if row["sk"].startswith(schema.PAGE_PREFIX)]

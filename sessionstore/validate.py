@@ -13,7 +13,6 @@ from typing import TypeGuard
 
 from . import codec
 from .errors import InvalidInput
-from .ids import validate_id
 
 #: Ten years: a ttl any longer is a units mistake.
 MAX_TTL_SECONDS = 366 * 86400 * 10
@@ -61,12 +60,6 @@ def seconds_in(name: str, value: object, low: float, high: float, *, above: bool
         return float(value)
     bound = f"more than {low:g} and at most {high:g}" if above else f"in {low:g}..{high:g}"
     raise InvalidInput(f"{name} must be a number of seconds {bound}, got {_shown(value)}")
-
-
-def session(session_id: object, owner: object) -> None:
-    validate_id(session_id, "session_id")
-    if owner is not None:
-        validate_id(owner, "owner")
 
 
 def ttl(ttl_seconds: object, idle_seconds: object = None, *, name: str = "ttl_seconds") -> int:
