@@ -59,6 +59,7 @@ __all__ = [
     "call_key",
     "fingerprint",
     "history",
+    "id_free",
     "read_history",
     "record",
 ]

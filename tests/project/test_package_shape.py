@@ -216,59 +216,74 @@ def test_the_modules_the_notebooks_teach_are_public() -> None:
     assert {f"sessionstore.{m}" for m in taught} <= set(_public())
 
 
-def _sources() -> list[tuple[str, str]]:
-    """The code a user reads: the notebooks' cells and the README's and the docs' examples."""
-    sources = []
+def _sources() -> list[tuple[str, list[str]]]:
+    """The code a user reads, one list of sources per page, in order (a notebook's cells share
+    their imports): the notebooks, and the README's and the docs' examples."""
+    pages = []
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        for i, cell in enumerate(json.loads(path.read_text())["cells"]):
-            if cell["cell_type"] == "code":
-                sources.append((f"{path.name} cell {i}", "".join(cell["source"])))
+        cells = json.loads(path.read_text())["cells"]
+        pages.append((path.name, ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]))
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
-        for j, block in enumerate(re.findall(r"```python\n(.*?)```", path.read_text(), re.S)):
-            sources.append((f"{path.name} block {j}", block))
-    return sources
+        pages.append((path.name, re.findall(r"```python\n(.*?)```", path.read_text(), re.S)))
+    return pages
 
 
-def _uses(source: str) -> list[tuple[str, str]]:
-    """``(module, name)`` for each name taken from the package: imported, or read as
-    ``sessionstore.module.name`` (``ss`` included)."""
-    lines = [ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!"))]
-    try:
-        tree = ast.parse("\n".join(lines))
-    except SyntaxError:
-        return []
-    aliases = {"sessionstore"}
+def _uses(sources: list[str]) -> list[tuple[str, str]]:
+    """``(module, name)`` for each name a page takes from the package: imported, or read as an
+    attribute of the package or of one of its modules (``ss.item.Meta``)."""
+    aliases = {"sessionstore": "sessionstore", "ss": "sessionstore"}
     uses = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                if a.name == "sessionstore":
-                    aliases.add(a.asname or a.name)
-                elif a.name.startswith("sessionstore."):
-                    module, _, name = a.name.rpartition(".")
-                    uses.append((module, name))
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sessionstore"):
-            uses += [(node.module or "", a.name) for a in node.names]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute):
-            inner = node.value
-            if isinstance(inner.value, ast.Name) and inner.value.id in aliases:
-                uses.append((f"sessionstore.{inner.attr}", node.attr))
-        elif (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id in aliases
-        ):
-            uses.append(("sessionstore", node.attr))
+    for source in sources:
+        lines = [ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!"))]
+        try:
+            tree = ast.parse("\n".join(lines))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.startswith("sessionstore"):
+                        aliases[a.asname or a.name] = a.name
+                        if a.name != "sessionstore":
+                            module, _, name = a.name.rpartition(".")
+                            uses.append((module, name))
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "sessionstore"
+            ):
+                for a in node.names:
+                    uses.append((node.module or "", a.name))
+                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                owner = _module_of(node.value, aliases)
+                if owner is not None:
+                    uses.append((owner, node.attr))
     return uses
+
+
+def _module_of(node: ast.expr, aliases: dict[str, str]) -> str | None:
+    """The package's module ``node`` names (``ss``, ``ss.item``, ``schema``), or None."""
+    if isinstance(node, ast.Name):
+        module = aliases.get(node.id)
+    elif isinstance(node, ast.Attribute):
+        outer = _module_of(node.value, aliases)
+        module = None if outer is None else f"{outer}.{node.attr}"
+    else:
+        return None
+    if module is None:
+        return None
+    try:
+        return module if inspect.ismodule(importlib.import_module(module)) else None
+    except ImportError:
+        return None
 
 
 def test_users_import_only_what_is_public() -> None:
     public = _public() | {"sessionstore": sessionstore}
     packages = {name for name, m in public.items() if hasattr(m, "__path__")}
     inside = []
-    for where, source in _sources():
-        for module, name in _uses(source):
+    for where, sources in _sources():
+        for module, name in _uses(sources):
             if module not in public:
                 if module.rpartition(".")[0] in packages and module.rpartition(".")[2]:
                     inside.append(f"{where}: {module} (a module without __all__)")
