@@ -34,8 +34,8 @@ from sessionstore.conformance import fixtures as fx
 from sessionstore.errors import ItemTooLarge, SessionExpired, SessionNotActive, SessionNotFound
 from sessionstore.local import LocalDynamoDB
 from sessionstore.mcp import RunningServer, create_app, create_server, protocol
-from sessionstore.mcp.back_channel import ASK_ID_PREFIX, POLLS
 from sessionstore.mcp.protocol import IdempotencyKey
+from sessionstore.mcp.relay import ASK_ID_PREFIX, POLLS
 from sessionstore.retry import RetryPolicy
 from sessionstore.testing import RequestLog
 from sessionstore.testing.proxy import RoundRobinProxy
