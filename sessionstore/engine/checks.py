@@ -23,6 +23,8 @@ from collections.abc import Iterator, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from .refusals import refusal
+
 #: The envelope AWS puts around most of these messages (in some regions).
 ENVELOPE = "1 validation error detected: "
 #: A placeholder in an expression: ``#name`` or ``:value`` (nothing else in it starts so).
@@ -49,13 +51,6 @@ TRANSACT_ACTIONS = {
     "ConditionCheck": "ConditionCheck",
     "Get": "GetItem",
 }
-
-
-def refusal(message: str) -> Exception:
-    """moto's own 400 ``ValidationException`` (its server turns it into DynamoDB's answer)."""
-    from moto.dynamodb.exceptions import MockValidationException
-
-    return MockValidationException(message)
 
 
 def check_request(action: str, body: Mapping[str, Any]) -> None:
