@@ -20,7 +20,8 @@ expressions. What is reused is only what the text alone decides; nothing about a
   need the item or the values run every time.
 * moto's list of its own modules (read from disk on every request) is read once.
 * A request's JSON is read along its shape by its keys (``requests``); an item action's result
-  is written to JSON directly (``results``).
+  is written to JSON directly (``results``); a transaction's condition is evaluated once
+  (``conditions``).
 
 Every cache is bounded (``CACHE_SIZE`` texts); a text moto refuses is never cached (the refusal is
 raised again, each time).
@@ -34,6 +35,7 @@ import re
 import weakref
 from typing import Any
 
+from . import conditions as engine_conditions
 from . import requests as engine_requests
 from . import results as engine_results
 from . import updates as engine_updates
@@ -67,6 +69,7 @@ def install() -> None:
     _request_ids_cheaply()
     engine_results.install()
     engine_requests.install()
+    engine_conditions.install()
 
 
 def _parse_updates_once() -> None:
