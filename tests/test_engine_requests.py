@@ -98,11 +98,14 @@ def _ordered(value: Any) -> Any:
     return (type(value).__name__, value)
 
 
-def _parse(parser_class: Any, action: str, body: dict[str, Any]) -> Any:
+def _parse(action: str, body: dict[str, Any], *, ours: bool) -> Any:
+    from moto.core.parse import JSONParser
     from moto.core.utils import get_service_model
 
     operation = get_service_model("dynamodb").operation_model(action)
-    parser = parser_class(operation, map_type=dict)
+    if ours:
+        return engine_requests.reader(operation.input_shape)(body)
+    parser = JSONParser(operation, map_type=dict)
     return parser.parse(
         {
             "method": "POST",
@@ -117,15 +120,13 @@ def _parse(parser_class: Any, action: str, body: dict[str, Any]) -> Any:
 
 @pytest.mark.parametrize(("action", "body"), REQUESTS, ids=[a for a, _ in REQUESTS])
 def test_the_parameters_are_motos_own(action: str, body: dict[str, Any]) -> None:
-    from moto.core.parse import JSONParser
-
-    ours = _parse(engine_requests.parser_class(), action, body)
-    assert _ordered(ours) == _ordered(_parse(JSONParser, action, body))
+    ours = _parse(action, json.loads(json.dumps(body)), ours=True)
+    assert _ordered(ours) == _ordered(_parse(action, body, ours=False))
 
 
 def test_a_structure_read_by_its_keys_is_in_the_shapes_order() -> None:
     body = dict(reversed(list(REQUESTS[1][1].items())))
-    parsed = _parse(engine_requests.parser_class(), "UpdateItem", body)
+    parsed = _parse("UpdateItem", body, ours=True)
     assert list(parsed)[:2] == ["TableName", "Key"]
     assert "NotAMember" not in parsed and "ReturnConsumedCapacity" not in parsed
     assert parsed["ExpressionAttributeValues"][":v"] == {"B": b"blob"}
@@ -160,3 +161,24 @@ def _decoded(value: Any) -> Any:
     if kind == "M":
         return {"M": {k: _decoded(v) for k, v in data.items()}}
     return value
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"TableName": "t", "Key": "not a map"},
+        {"TableName": "t", "Key": {"pk": ["not", "a", "value"]}},
+        {"TableName": "t", "Key": {"pk": {"L": {"not": "a list"}}}},
+    ],
+)
+def test_a_value_of_a_type_its_shape_does_not_expect_is_left_to_moto(body: Any) -> None:
+    from moto.core.utils import get_service_model
+
+    shape = get_service_model("dynamodb").operation_model("GetItem").input_shape
+    with pytest.raises(engine_requests._Unexpected):
+        engine_requests.reader(shape)(body)
+
+
+def test_numbers_given_as_text_are_converted_as_moto_converts_them() -> None:
+    body = {"TableName": "t", "Limit": "5", "Segment": 1, "TotalSegments": "2"}
+    assert _ordered(_parse("Scan", body, ours=True)) == _ordered(_parse("Scan", body, ours=False))
