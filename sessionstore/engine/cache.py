@@ -21,7 +21,7 @@ expressions. What is reused is only what the text alone decides; nothing about a
 * moto's list of its own modules (read from disk on every request) is read once.
 * A request's JSON is read along its shape by its keys (``requests``); an item action's result
   is written to JSON directly (``results``); a transaction's condition is evaluated once
-  (``conditions``).
+  (``conditions``); moto's backend is looked up once per request (``lookups``).
 
 Every cache is bounded (``CACHE_SIZE`` texts); a text moto refuses is never cached (the refusal is
 raised again, each time).
@@ -36,6 +36,7 @@ import weakref
 from typing import Any
 
 from . import conditions as engine_conditions
+from . import lookups as engine_lookups
 from . import requests as engine_requests
 from . import results as engine_results
 from . import updates as engine_updates
@@ -70,6 +71,7 @@ def install() -> None:
     engine_results.install()
     engine_requests.install()
     engine_conditions.install()
+    engine_lookups.install(CACHE_SIZE)
 
 
 def _parse_updates_once() -> None:
