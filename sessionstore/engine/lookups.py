@@ -46,9 +46,10 @@ def _update_texts_rewritten_once(texts: int) -> None:
 
     rewritten = functools.lru_cache(maxsize=texts)(re.sub)
 
-    def sub(pattern: Any, repl: Any, string: Any, *args: Any, **kwargs: Any) -> Any:
-        if args or kwargs or not all(type(a) is str for a in (pattern, repl, string)):
-            return re.sub(pattern, repl, string, *args, **kwargs)
+    def sub(pattern: Any, repl: Any, string: Any, count: int = 0, flags: Any = 0) -> Any:
+        if count or flags or not all(type(a) is str for a in (pattern, repl, string)):
+            return re.sub(pattern, repl, string, count=count, flags=flags)
         return rewritten(pattern, repl, string)  # moto's only use: the update text, per request
 
-    models.re = SimpleNamespace(**{**vars(re), "sub": sub})  # type: ignore[attr-defined]
+    backend_module: Any = models
+    backend_module.re = SimpleNamespace(**{**vars(re), "sub": sub})
