@@ -73,8 +73,10 @@ def before_update(actions: Any, attrs: dict[str, Any], names: Any) -> dict[str, 
 def install() -> None:
     """Skip moto's copies of an item before an ``UpdateItem`` that nothing reads (once:
     ``local.answer_quickly``): its handler's, kept for ``ReturnValues`` ``ALL_OLD`` and
-    ``UPDATED_*`` (it only compares it otherwise), and its backend's, kept for the table's
-    stream (a table without one reads nothing)."""
+    ``UPDATED_*`` (for ``NONE`` and ``ALL_NEW`` it only wrote the old item to JSON and compared
+    it with the new one, attribute by attribute, for an answer that leaves both out: it gets no
+    item instead), and its backend's, kept for the table's stream (a table without one reads
+    nothing)."""
     from types import SimpleNamespace
 
     from moto.dynamodb import models, responses
@@ -82,10 +84,10 @@ def install() -> None:
 
     unread: ContextVar[bool] = ContextVar("sessionstore_moto_unread_copy", default=False)
 
-    def copier(deepcopy: Any) -> Any:
+    def copier(deepcopy: Any, unread_copy: Any) -> Any:
         def maybe(value: Any, memo: Any = None) -> Any:
             if unread.get() and type(value) is Item:
-                return value  # read before any change, or not at all
+                return unread_copy(value)
             return deepcopy(value, memo)
 
         return SimpleNamespace(deepcopy=maybe)
@@ -109,7 +111,9 @@ def install() -> None:
         finally:
             unread.reset(token)
 
-    responses.copy = copier(copy.deepcopy)  # type: ignore[attr-defined]
-    models.copy = copier(models.copy.deepcopy)  # type: ignore[attr-defined]
+    # the handler: the old item only feeds what the answer leaves out; the backend: read before
+    # any change (moto's stream would read it after), or not at all
+    responses.copy = copier(copy.deepcopy, lambda _item: None)  # type: ignore[attr-defined]
+    models.copy = copier(models.copy.deepcopy, lambda item: item)  # type: ignore[attr-defined]
     handler.update_item = update_item
     backend.update_item = update_in_backend

@@ -23,12 +23,16 @@ from collections.abc import Iterator, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from .refusals import refusal
+
 #: The envelope AWS puts around most of these messages (in some regions).
 ENVELOPE = "1 validation error detected: "
 #: A placeholder in an expression: ``#name`` or ``:value`` (nothing else in it starts so).
 _PLACEHOLDER = re.compile(r"[#:][0-9A-Za-z_]+")
 _NAME_KEY = re.compile(r"#[0-9A-Za-z_]+")
 _VALUE_KEY = re.compile(r":[0-9A-Za-z_]+")
+#: A number DynamoDB takes as it is: an integer of at most 38 digits (most numbers on the wire).
+_PLAIN_INTEGER = re.compile(r"-?[0-9]{1,38}")
 _SYNTAX_CACHE = 2048
 
 #: The expressions each action takes, in the order DynamoDB checks them.
@@ -49,13 +53,6 @@ TRANSACT_ACTIONS = {
     "ConditionCheck": "ConditionCheck",
     "Get": "GetItem",
 }
-
-
-def refusal(message: str) -> Exception:
-    """moto's own 400 ``ValidationException`` (its server turns it into DynamoDB's answer)."""
-    from moto.dynamodb.exceptions import MockValidationException
-
-    return MockValidationException(message)
 
 
 def check_request(action: str, body: Mapping[str, Any]) -> None:
@@ -186,6 +183,8 @@ def value_problem(value: Any) -> str | None:
             "of the supported datatypes"
         )
     kind, data = next(iter(value.items()))
+    if kind == "S":
+        return None
     if kind == "N":
         return _number_problem(data)
     if kind in _SET_NAMES:
@@ -215,6 +214,8 @@ def value_problem(value: Any) -> str | None:
 
 
 def _number_problem(text: Any) -> str | None:
+    if type(text) is str and _PLAIN_INTEGER.fullmatch(text):
+        return None  # finite, at most 38 digits, magnitude under 10**38: nothing to refuse
     try:
         number = Decimal(str(text))
     except InvalidOperation:
@@ -223,7 +224,9 @@ def _number_problem(text: Any) -> str | None:
         return f"The parameter cannot be converted to a numeric value: {text}"
     if number == 0:
         return None
-    digits = number.normalize().as_tuple()
+    # as written, not ``normalize()``d: that rounds to the context's 28 digits, so 39 passed
+    digits = number.as_tuple().digits
+    significant = len(_without_trailing_zeros(digits))  # a Decimal has no leading zeros
     exponent = number.adjusted()
     if exponent > 125:
         return (
@@ -235,9 +238,16 @@ def _number_problem(text: Any) -> str | None:
             "Number underflow. Attempting to store a number with magnitude smaller than "
             "supported range"
         )
-    if len(digits.digits) > 38:
+    if significant > 38:
         return "Attempting to store more than 38 significant digits in a Number"
     return None
+
+
+def _without_trailing_zeros(digits: tuple[int, ...]) -> tuple[int, ...]:
+    end = len(digits)
+    while end and digits[end - 1] == 0:
+        end -= 1
+    return digits[:end]
 
 
 @functools.lru_cache(maxsize=_SYNTAX_CACHE)

@@ -1,10 +1,10 @@
 """The embedded engine checks a request's keys against the table's, as DynamoDB does first.
 
-Layer: inside the embedded engine, beside ``checks`` (which calls these from its patches of
-moto's handler). Why: moto found a transaction's Put without its sort key only while running it
-(and cancelled the transaction with a ``KeyError`` as its reason), and it answered a Query whose
-key condition compares the key with a value of another type as if nothing matched. DynamoDB
-refuses both before reading anything.
+Layer: inside the embedded engine, under ``checks`` (which calls these from its patches of
+moto's handler); both raise ``refusals.refusal``. Why: moto found a transaction's Put without its
+sort key only while running it (and cancelled the transaction with a ``KeyError`` as its reason),
+and it answered a Query whose key condition compares the key with a value of another type as if
+nothing matched. DynamoDB refuses both before reading anything.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .checks import refusal
+from .refusals import refusal
 
 KEY_MISMATCH = "The provided key element does not match the schema"
 

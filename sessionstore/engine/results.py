@@ -7,7 +7,8 @@ the engine's time for a GetItem, and a large share of any request returning an i
 actions' results are plain dicts already shaped like DynamoDB's JSON, so they are written straight
 out, member by member of the shape as moto's serializer would (unknown keys and ``None`` left
 out, blobs in base64, numbers as the shape says); a value of any other kind, an error or another
-action goes through moto's serializer as before.
+action goes through moto's serializer as before. The copy moto makes of a result first
+(``dynamo_to_dict``) copies plain values without asking each whether it is a model object.
 """
 
 from __future__ import annotations
@@ -80,10 +81,34 @@ def _wire(value: Any, shape: Any) -> Any:
     raise _Unusual
 
 
+def plain(convert: Any) -> Any:
+    """moto's ``dynamo_to_dict`` (``convert``), with plain JSON values (dicts, lists, text,
+    numbers) copied as it copies them, without its checks for model objects at every node."""
+
+    def to_dict(value: Any) -> Any:
+        kind = type(value)
+        if kind is dict:
+            return {key: to_dict(item) for key, item in value.items()}
+        if kind is list:
+            return [to_dict(item) for item in value]
+        if kind in _SCALARS or value is None:
+            return value
+        return convert(value)  # a model object, a dict or list of another class...: moto's way
+
+    return to_dict
+
+
+_SCALARS = frozenset({str, int, float, bool})
+
+
 def install() -> None:
     """Patch moto's DynamoDB handler in this process (once: ``local``)."""
     from moto.core.responses import ActionResult
+    from moto.dynamodb import responses
     from moto.dynamodb.responses import DynamoHandler, DynamoResult
+
+    # DynamoResult copies every result through it: an item's plain dicts, node by node.
+    responses.dynamo_to_dict = plain(responses.dynamo_to_dict)  # type: ignore[attr-defined]
 
     serialized = DynamoHandler.serialized
     shapes: dict[str, Any] = {}
