@@ -118,6 +118,7 @@ class AsyncSessionStore:
     table_name = Forward[str]("store.table_name")
     clock = Forward[Clock]("store.clock")
     ids = Forward[IdFactory]("store.ids")
+    item_size_limit = Forward[int]("store.item_size_limit")
 
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """Run any blocking ``fn(*args, **kwargs)`` on this store's bounded worker threads."""

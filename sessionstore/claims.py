@@ -1,7 +1,7 @@
 """Tool-call claims: "this call is being executed", written *before* the tool runs.
 
 Layer: a pattern module over ``tool_calls`` (the call item and its writes); the MCP extension
-calls these operations with its store's backend and table.memory.
+runs these operations on its store's ``table``, each measured (``mcp.traced``).
 
 Two deliveries of one call (a client retry after a lost response, two clients racing, two
 instances behind a load balancer) must not both run the tool. The call item is put ``claimed``

@@ -34,10 +34,11 @@ reasons), which may be another principal's.
 
 The counts and how units are computed: ``metering``.
 
-Layer: the top, an observer. The facade (``store``, ``claims``) decorates its operations with
-``traced``; nothing in the write path (``table``, ``wire``, ``observe``) imports it. Why: a
-span is a view of the work, not part of it -- the driver and the wire report through
-``observe``, and a process without OpenTelemetry runs the same writes.
+Layer: the top, an observer. The facade (``store``) and the MCP layer (``mcp.traced``, over
+``claims``) decorate their operations with ``traced``; nothing in the write path (``table``,
+``wire``, ``observe``) imports it. Why: a span is a view of the work, not part of it -- the
+driver and the wire report through ``observe``, and a process without OpenTelemetry runs the
+same writes.
 
 Cost when nothing is configured: each operation makes one check (are providers set?) through the
 API's public getters -- a few microseconds, the environment lookups they make while no provider

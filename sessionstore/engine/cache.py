@@ -19,9 +19,9 @@ expressions. What is reused is only what the text alone decides; nothing about a
   those checks can see of them). The tree remembers the patterns that passed. The checks that
   need the item or the values run every time.
 * moto's list of its own modules (read from disk on every request) is read once.
-* A request's JSON is read along its shape by its keys (``requests``); an item action's result
+* A request's JSON is read along its shape by its keys (``parsing``); an item action's result
   is written to JSON directly (``results``); a transaction's condition is evaluated once
-  (``conditions``); moto's backend is looked up once per request (``lookups``).
+  (``transactions``); moto's backend is looked up once per request (``lookups``).
 
 Every cache is bounded (``CACHE_SIZE`` texts); a text moto refuses is never cached (the refusal is
 raised again, each time).
@@ -35,10 +35,10 @@ import re
 import weakref
 from typing import Any
 
-from . import conditions as engine_conditions
 from . import lookups as engine_lookups
-from . import requests as engine_requests
+from . import parsing as engine_parsing
 from . import results as engine_results
+from . import transactions as engine_transactions
 from . import updates as engine_updates
 from .checks import placeholders
 
@@ -69,8 +69,8 @@ def install() -> None:
     _list_modules_once()
     _request_ids_cheaply()
     engine_results.install()
-    engine_requests.install()
-    engine_conditions.install()
+    engine_parsing.install()
+    engine_transactions.install()
     engine_lookups.install(CACHE_SIZE)
 
 

@@ -213,16 +213,16 @@ class BackChannel:
     async def _write_answer(
         self, session_id: str, ask_id: str, reply: dict[str, Any]
     ) -> asks.Delivery:
-        backend = self.store.store.table
+        table = self.store.store.table
         try:
             text = codec.encode(reply)
         except InvalidInput as exc:  # not JSON the store writes (NaN ...): the tool learns why
             text = _failure(INTERNAL_ERROR, f"the client's answer cannot be kept: {exc}")
         try:
-            return await self.store.run(asks.answer, backend, session_id, ask_id, text)
+            return await self.store.run(asks.answer, table, session_id, ask_id, text)
         except ItemTooLarge as exc:
             text = _failure(INTERNAL_ERROR, f"the client's answer is too large to keep: {exc}")
-            return await self.store.run(asks.answer, backend, session_id, ask_id, text)
+            return await self.store.run(asks.answer, table, session_id, ask_id, text)
         except InvalidInput:
             return asks.Delivery.UNKNOWN  # not an id this layer made
 

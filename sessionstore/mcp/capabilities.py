@@ -31,6 +31,12 @@ from mcp_types import (
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+__all__ = [
+    "check_client_capabilities",
+    "require_client_capabilities",
+    "required_client_capabilities",
+]
+
 _REQUIRED: WeakKeyDictionary[MCPServer, dict[str, ClientCapabilities]] = WeakKeyDictionary()
 
 

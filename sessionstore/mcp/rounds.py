@@ -1,7 +1,7 @@
 """A claim carried across the rounds of a multi-round-trip (2026-07-28) tool call.
 
 A tool that answers ``InputRequiredResult`` has not finished, so its claim must not be completed
-yet, and the next round may reach another instance: the claim cannot wait in table.memory. It rides
+yet, and the next round may reach another instance: the claim cannot wait in memory. It rides
 in the ``requestState`` the client sends back, inside the tool's own state, so the round that
 finishes completes it.
 """

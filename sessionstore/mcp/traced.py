@@ -18,5 +18,3 @@ suspend_round = traced("suspend_round")(round_trips.suspend_round)
 complete = traced("complete_tool_call")(claims.complete)
 put_record = traced("record_tool_call")(claims.put_record)
 renew_lease = traced("renew_lease")(round_trips.renew)
-
-__all__ = ["claim", "complete", "put_record", "renew_lease", "start_round", "suspend_round"]

@@ -32,10 +32,15 @@ TUTORIAL_BOUND = 1100  # ``sessionstore/tutorial``
 MODULE_BOUND = 400
 #: Modules that may be longer: a fixture per conformance scenario, read as a list.
 LONG_ON_PURPOSE = {"sessionstore/conformance/fixtures.py"}
-#: What only the tutorial, the tests and the conformance suite use: the store never imports it.
-ABOVE_THE_STORE = ("sessionstore.tutorial", "sessionstore.conformance", "tests")
-#: Parts a user runs as a program or reads as an example, free to import the tutorial.
-TOP = ("sessionstore/tutorial/", "sessionstore/conformance/")
+#: The classroom, the test kits and the conformance server: the store never imports them.
+ABOVE_THE_STORE = (
+    "sessionstore.tutorial",
+    "sessionstore.conformance",
+    "sessionstore.testing",
+    "tests",
+)
+#: The parts above the store, free to import each other and the store.
+TOP = ("sessionstore/tutorial/", "sessionstore/conformance/", "sessionstore/testing/")
 
 
 def _lines(paths: list[Path]) -> int:
@@ -183,8 +188,8 @@ def test_no_pattern_takes_memory_beside_its_table() -> None:
         for path in _modules()
         for fn in ast.walk(ast.parse(path.read_text()))
         if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
-        for a in fn.args.args + fn.args.kwonlyargs
-        if a.annotation is not None and ast.unparse(a.annotation) == "Memory"
+        for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
+        if a.arg == "memory" or (a.annotation is not None and "Memory" in ast.unparse(a.annotation))
     ]
     assert threaded == []
 
@@ -276,6 +281,47 @@ def _module_of(node: ast.expr, aliases: dict[str, str]) -> str | None:
         return module if inspect.ismodule(importlib.import_module(module)) else None
     except ImportError:
         return None
+
+
+def _prose() -> list[tuple[str, str]]:
+    """Where the README, the docs and the notebooks' text name a part of the package in full
+    (``sessionstore.mcp.protocol.SessionHandle``), with the page that names it."""
+    texts = [(p.name, p.read_text()) for p in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]]
+    for path in (ROOT / "notebooks").glob("*.ipynb"):
+        cells = json.loads(path.read_text())["cells"]
+        texts.append(
+            (
+                path.name,
+                "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown"),
+            )
+        )
+    return [
+        (name, m) for name, text in texts for m in re.findall(r"`(sessionstore(?:\.\w+)+)", text)
+    ]
+
+
+def test_the_text_names_only_what_is_public() -> None:
+    """A dotted name of the package in the text is a public module, or a name its module states
+    in ``__all__`` (a metric named like the package, ``sessionstore.requests``, is no module)."""
+    public = _public() | {"sessionstore": sessionstore}
+    inside = []
+    for where, dotted in _prose():
+        parts = dotted.split(".")
+        modules = [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
+        module = next(m for m in modules if _is_module(m))
+        rest = dotted[len(module) + 1 :].split(".")[0] if dotted != module else ""
+        if rest and not hasattr(importlib.import_module(module), rest):
+            continue  # not Python: a metric or span attribute named like the package
+        if module not in public or (rest and rest not in public[module].__all__):
+            inside.append(f"{where}: {dotted}")
+    assert sorted(set(inside)) == []
+
+
+def _is_module(name: str) -> bool:
+    try:
+        return inspect.ismodule(importlib.import_module(name))
+    except ImportError:
+        return False
 
 
 def test_users_import_only_what_is_public() -> None:

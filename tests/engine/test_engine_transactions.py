@@ -1,4 +1,4 @@
-"""The engine evaluates each condition of a transaction once (``engine.conditions``), and a
+"""The engine evaluates each condition of a transaction once (``engine.transactions``), and a
 transaction still keeps every promise: a condition refused cancels it whole, with its reason and
 ``ALL_OLD``; a condition met lets every action run.
 

@@ -1,4 +1,4 @@
-"""The engine reads a request's JSON along its shape by the keys on the wire (``engine.requests``).
+"""The engine reads a request's JSON along its shape by the keys on the wire (``engine.parsing``).
 
 The parameters must be exactly moto's: the same members in the same order, blobs decoded, numbers
 and timestamps converted, unknown members and nulls left out. Each request here is read by both
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from sessionstore.engine import requests as engine_requests
+from sessionstore.engine import parsing as engine_parsing
 
 
 def _b64(raw: bytes) -> str:
@@ -104,7 +104,7 @@ def _parse(action: str, body: dict[str, Any], *, ours: bool) -> Any:
 
     operation = get_service_model("dynamodb").operation_model(action)
     if ours:
-        return engine_requests.reader(operation.input_shape)(body)
+        return engine_parsing.reader(operation.input_shape)(body)
     parser = JSONParser(operation, map_type=dict)
     return parser.parse(
         {
@@ -140,7 +140,7 @@ def test_every_kind_of_value_round_trips_through_the_engine(
     from sessionstore.local import LocalDynamoDB
 
     if isinstance(engine, LocalDynamoDB):  # this process's engine reads requests by their keys
-        assert DynamoHandler.parse_parameters.__module__ == engine_requests.__name__
+        assert DynamoHandler.parse_parameters.__module__ == engine_parsing.__name__
     item = {k: v for k, v in EVERY_KIND.items() if k not in ("pk", "sk")}
     raw = {k: _decoded(v) for k, v in item.items()}
     key = {"pk": {"S": "requests"}, "sk": {"S": "round-trip"}}
@@ -175,8 +175,8 @@ def test_a_value_of_a_type_its_shape_does_not_expect_is_left_to_moto(body: Any) 
     from moto.core.utils import get_service_model
 
     shape = get_service_model("dynamodb").operation_model("GetItem").input_shape
-    with pytest.raises(engine_requests._Unexpected):
-        engine_requests.reader(shape)(body)
+    with pytest.raises(engine_parsing._Unexpected):
+        engine_parsing.reader(shape)(body)
 
 
 def test_numbers_given_as_text_are_converted_as_moto_converts_them() -> None:
