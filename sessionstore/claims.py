@@ -81,7 +81,6 @@ __all__ = [
     "Outcome",
     "State",
     "answer",
-    "call_fingerprint",
     "claim",
     "complete",
     "put_record",
@@ -112,10 +111,6 @@ CLAIM_FIELDS: dict[str, Any] = {
     ClaimItem.ROUND_TOKEN: "x" * MAX_ID_LENGTH,
 }
 _CLAIMED_OVERHEAD = tool_calls.record_overhead(CLAIM_FIELDS)
-
-#: "the same call" (tool and arguments); called before the claim, so a call whose arguments no
-#: record could hold never runs.
-call_fingerprint = tool_calls.fingerprint
 
 
 class State(Enum):
@@ -319,7 +314,7 @@ def claim(
     ``SessionNotActive``, ``ToolCallConflict``; a repeat is answered even once closed."""
     validate_id(session_id, "session_id")
     validate_id(tool_call_id, "tool_call_id")
-    fingerprint = call_fingerprint(tool_name, arguments)
+    fingerprint = tool_calls.fingerprint(tool_name, arguments)
     token, now_ms = table.token(), table.now_ms()
     at = format_timestamp(now_ms)
     item = call_item(session_id, tool_call_id, tool_name, fingerprint, at, ttl)
@@ -376,7 +371,7 @@ def put_record(
     """Record a harmless call (no claim), the session read just before: one ``PutRecord``.
     None when this put stored it; otherwise the ``Outcome`` the item under the id gives (a
     different request raises ``ToolCallConflict``)."""
-    fingerprint = call_fingerprint(tool_name, arguments)
+    fingerprint = tool_calls.fingerprint(tool_name, arguments)
     at = format_timestamp(table.now_ms())
     held = call_item(session_id, tool_call_id, tool_name, fingerprint, at, ttl)
     plan = partial(PutRecord, table.name, held)

@@ -78,9 +78,8 @@ class StartRound(ClaimUpdate[Item | None]):
     def refused(self, failure: ConditionFailed | Cancelled, now_ms: int) -> Item | None:
         assert isinstance(failure, ConditionFailed)
         old = failure.old or {}
-        return (
-            None if old.get(ClaimItem.ROUND_TOKEN) == self.delivery else old
-        )  # None: ours, landed
+        ours = old.get(ClaimItem.ROUND_TOKEN) == self.delivery  # our attempt landed
+        return None if ours else old
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,10 +92,9 @@ class SuspendRound(ClaimUpdate[None]):
     answer: str  # the ``InputRequiredResult`` as JSON text
 
     def request(self, now_ms: int) -> dict[str, Any]:
-        answer = assign(ClaimItem.SUSPENDED, self.answer)
-        return self.on_claim(
-            answer + assign(ClaimItem.SUSPENDED_ROUND, self.round), round_is(self.round)
-        )
+        kept = assign(ClaimItem.SUSPENDED, self.answer)
+        kept += assign(ClaimItem.SUSPENDED_ROUND, self.round)
+        return self.on_claim(kept, round_is(self.round))
 
     def succeeded(self, response: dict[str, Any], now_ms: int) -> None:
         return None

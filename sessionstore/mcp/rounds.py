@@ -13,7 +13,7 @@ from typing import Any
 
 from mcp_types import CallToolRequestParams, InputRequiredResult
 
-from .. import claims
+from .. import claims, tool_calls
 
 _ROUND_KEY = "io.sessionstore/claim"
 
@@ -59,7 +59,7 @@ def resume(
         session_id=session_id,
         tool_call_id=str(sealed["toolCallId"]),
         tool_name=params.name,
-        fingerprint=claims.call_fingerprint(params.name, arguments),
+        fingerprint=tool_calls.fingerprint(params.name, arguments),
         token=str(sealed["token"]),
         lease_until_ms=None,
         ttl=int(sealed.get("ttl", 0)),  # 0: not sealed; the caller reads the session's

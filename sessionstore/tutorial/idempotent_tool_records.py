@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..claims import call_fingerprint
+from .. import tool_calls
 from ..codec import JSON, encode
 from ..conditions import Condition, absent, item_to_wire, to_wire
 from ..testing.faults import Fault, FaultInjector
@@ -84,7 +84,7 @@ class Delivery:
 
     @property
     def fingerprint(self) -> str:
-        return call_fingerprint("web_search", self.input)
+        return tool_calls.fingerprint("web_search", self.input)
 
 
 FIRST = Delivery(

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 import sessionstore as ss
-from sessionstore import codec, sizing
-from sessionstore.claims import call_fingerprint
+from sessionstore import codec, sizing, tool_calls
 
 VALUES: list[Any] = [
     None,
@@ -111,8 +110,8 @@ def test_tool_call_fingerprints_refuse_what_json_cannot_hold() -> None:
     cyclic.append(cyclic)
     for bad in (cyclic, {"k": {1, 2}}, {1: "int key"}):
         with pytest.raises(ss.InvalidInput, match=r"^arguments"):
-            call_fingerprint("search", bad)
-    assert call_fingerprint("search", {"b": 1, "a": 1.0}) == call_fingerprint(
+            tool_calls.fingerprint("search", bad)
+    assert tool_calls.fingerprint("search", {"b": 1, "a": 1.0}) == tool_calls.fingerprint(
         "search", {"a": 1.0, "b": 1}
     )
 
