@@ -195,10 +195,7 @@ class AttributesWrite(Plan[Changed]):
         )
 
     def request(self, now_ms: int) -> dict[str, Any]:
-        update, condition = self.meta.parts(now_ms)
-        key = schema.meta_key(self.edit.session_id)
-        meta = update_item(self.meta.table, key, update, condition, returns=None)
-        return {"TransactItems": [{"Update": meta}, self._attributes_action()]}
+        return {"TransactItems": [self.meta.transaction_action(now_ms), self._attributes_action()]}
 
     def _attributes_action(self) -> dict[str, Any]:
         edit, table = self.edit, self.meta.table
@@ -254,10 +251,9 @@ class AttributesWrite(Plan[Changed]):
                 edit = dataclasses.replace(self.edit, incarnation=str(old[Meta.INCARNATION]))
                 meta = dataclasses.replace(self.meta, edit=edit)
                 return Again(AttributesWrite(meta, int(old[Meta.TTL])))
-            verdict = self.meta.refused(ConditionFailed(old, failure.ambiguous), now_ms)
-            if isinstance(verdict, Again):
-                assert isinstance(verdict.plan, MetadataWrite)
-                return Again(dataclasses.replace(self, meta=verdict.plan))
+            verdict = self.meta.refused_first(failure, now_ms)
+            if isinstance(verdict, MetadataWrite):
+                return Again(dataclasses.replace(self, meta=verdict))
             return Changed((), seen=False)
         if failure.failed(1):
             return Again(self.put_whole(stored(failure.old(1))))

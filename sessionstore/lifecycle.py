@@ -168,9 +168,7 @@ class CloseAndExpire(Plan[None]):
     operation: ClassVar[str] = "transact_write_items"
 
     def request(self, now_ms: int) -> dict[str, Any]:
-        update, condition = self.meta.parts(now_ms)
         table, session_id = self.meta.table, self.meta.session_id
-        meta = update_item(table, schema.meta_key(session_id), update, condition, returns=None)
         attrs = assign(AttributesItem.TTL, self.expire_at)
         # An item this creates is complete, and no session's (``attributes``' reader skips it).
         for field, value in (
@@ -183,7 +181,7 @@ class CloseAndExpire(Plan[None]):
             )
         theirs = update_item(table, schema.attrs_key(session_id), attrs, TRUE, returns=None)
         theirs.pop("ReturnValuesOnConditionCheckFailure")  # no condition
-        return {"TransactItems": [{"Update": meta}, {"Update": theirs}]}
+        return {"TransactItems": [self.meta.transaction_action(now_ms), {"Update": theirs}]}
 
     def succeeded(self, response: dict[str, Any], now_ms: int) -> None:
         return None
@@ -193,10 +191,9 @@ class CloseAndExpire(Plan[None]):
         if not failure.failed(0):  # the attributes update has no condition
             raise DynamoDBError("TransactionCanceledException", repr(failure.reasons))
         # Ours already landed, already closed (left as it is), or the typed error.
-        verdict = self.meta.refused(ConditionFailed(failure.old(0), failure.ambiguous), now_ms)
-        if isinstance(verdict, Again):
-            assert isinstance(verdict.plan, MetadataWrite)
-            return Again(dataclasses.replace(self, meta=verdict.plan))
+        verdict = self.meta.refused_first(failure, now_ms)
+        if isinstance(verdict, MetadataWrite):
+            return Again(dataclasses.replace(self, meta=verdict))
         return None
 
 

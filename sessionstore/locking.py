@@ -134,6 +134,22 @@ class MetadataWrite(Plan[Wrote]):
         update, condition = self.parts(now_ms)
         return update_item(self.table, schema.meta_key(self.session_id), update, condition)
 
+    def transaction_action(self, now_ms: int) -> dict[str, Any]:
+        """This write as the first action of a transaction (``attributes``, ``lifecycle``): the
+        same update and condition, nothing returned."""
+        update, condition = self.parts(now_ms)
+        key = schema.meta_key(self.session_id)
+        return {"Update": update_item(self.table, key, update, condition, returns=None)}
+
+    def refused_first(self, failure: Cancelled, now_ms: int) -> Wrote | MetadataWrite:
+        """``refused``, for a transaction whose first action this write was and whose first
+        action failed: the result, or this write as it is to be sent again."""
+        verdict = self.refused(ConditionFailed(failure.old(0), failure.ambiguous), now_ms)
+        if isinstance(verdict, Again):
+            assert isinstance(verdict.plan, MetadataWrite)
+            return verdict.plan
+        return verdict
+
     def succeeded(self, response: dict[str, Any], now_ms: int) -> Wrote:
         item = to_python(response["Attributes"]) or {}
         return Wrote(session_from_item(item), self.removed(now_ms // 1000))
