@@ -1,10 +1,11 @@
 """Count the HTTP requests a client sends, per operation, from botocore's ``before-send`` event.
 
 ``before-send`` fires once per attempt on the wire, botocore's own retries included, so the
-counts are what DynamoDB bills and sees -- deterministic, unlike timings. Each request is also
-recorded as the IAM actions it needs (``iam_actions``): a transaction is authorized per action
-inside it. ``RequestLog.every_client()`` records the requests of every client made while it is
-open too (a server's, the CLI's), for a test that must see them all.
+counts are what DynamoDB bills and sees -- deterministic, unlike timings. ``iam_actions`` says
+which IAM actions the requests needed: a transaction is authorized per action inside it, so its
+body is kept and read only when asked. ``RequestLog.every_client()`` records the requests of
+every client made while it is open too (a server's, the CLI's), for a test that must see them
+all.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
@@ -35,13 +36,11 @@ IN_TRANSACTION = {
 }
 
 
-def iam_actions(operation: str, body: object) -> list[str]:
-    """The IAM actions (without the ``dynamodb:`` prefix) a request needs."""
+def iam_actions(operation: str, params: Mapping[str, Any]) -> list[str]:
+    """The IAM actions (without the ``dynamodb:`` prefix) a request with ``params`` needs."""
     if operation != "TransactWriteItems":
         return [operation]
-    text = body.decode() if isinstance(body, bytes) else str(body)
-    items = json.loads(text)["TransactItems"]
-    return [IN_TRANSACTION[kind] for item in items for kind in item]
+    return [IN_TRANSACTION[kind] for item in params["TransactItems"] for kind in item]
 
 
 class RequestLog(Hooks):
@@ -53,15 +52,15 @@ class RequestLog(Hooks):
         self.on("before-send.dynamodb", self._on_send, first=True)
         self._lock = threading.Lock()
         self.operations: list[str] = []
-        self.actions: list[str] = []
+        self._transactions: list[bytes] = []  # their bodies, read by ``iam_actions``
         self._everywhere = False
 
     def _on_send(self, request: Any, **kwargs: Any) -> None:
         operation = kwargs.get("event_name", "").rsplit(".", 1)[-1]
-        actions = iam_actions(operation, getattr(request, "body", b"{}"))
         with self._lock:
             self.operations.append(operation)
-            self.actions.extend(actions)
+            if operation == "TransactWriteItems":
+                self._transactions.append(request.body)
 
     def _on_any_client(self, request: Any, **kwargs: Any) -> None:
         if self._everywhere:  # the clients made meanwhile keep the handler: record while open
@@ -88,12 +87,16 @@ class RequestLog(Hooks):
     def iam_actions(self) -> set[str]:
         """Every IAM action the requests needed, ``dynamodb:`` prefixed."""
         with self._lock:
-            return {f"dynamodb:{action}" for action in self.actions}
+            operations, bodies = list(self.operations), list(self._transactions)
+        actions = {op for op in operations if op != "TransactWriteItems"}
+        for body in bodies:
+            actions.update(iam_actions("TransactWriteItems", json.loads(body)))
+        return {f"dynamodb:{action}" for action in actions}
 
     def reset(self) -> None:
         with self._lock:
             self.operations.clear()
-            self.actions.clear()
+            self._transactions.clear()
 
     @property
     def count(self) -> int:

@@ -27,11 +27,11 @@ import sessionstore as ss
 from sessionstore.local import LocalDynamoDB
 from sessionstore.retry import RetryPolicy
 from sessionstore.testing import Fault, FaultInjector, RequestLog
-from sessionstore.testing.requests import IN_TRANSACTION
+from sessionstore.testing.hooks import Hooks
+from sessionstore.testing.requests import iam_actions
 
 ADMIN_ACTIONS = {"CreateTable", "DescribeTable", "DescribeTimeToLive", "UpdateTimeToLive"}
 TAG = "aws:PrincipalTag/sessionstore-tenant"
-_IN_TRANSACTION = IN_TRANSACTION
 
 
 def _policy(name: str) -> dict[str, Any]:
@@ -57,33 +57,19 @@ class TenantIds(ss.RandomIds):
         return f"{self.tenant}.{super().session_id()}"
 
 
-class Calls:
+class Calls(Hooks):
     """Every API call a client makes: (operation, params), retries not repeated."""
 
     def __init__(self, client: Any) -> None:
+        super().__init__(client)
+        self.on("provide-client-params.dynamodb", self._hook)
         self.seen: list[tuple[str, dict[str, Any]]] = []
-        self._client = client
 
     def _hook(self, params: dict[str, Any], event_name: str, **_: Any) -> None:
         self.seen.append((event_name.rsplit(".", 1)[-1], json.loads(json.dumps(params))))
 
-    def __enter__(self) -> Calls:
-        self._client.meta.events.register("provide-client-params.dynamodb", self._hook)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._client.meta.events.unregister("provide-client-params.dynamodb", self._hook)
-
     def iam_actions(self) -> set[str]:
-        actions = set()
-        for operation, params in self.seen:
-            if operation == "TransactWriteItems":
-                actions |= {
-                    _IN_TRANSACTION[kind] for item in params["TransactItems"] for kind in item
-                }
-            else:
-                actions.add(operation)
-        return actions
+        return {action for op, params in self.seen for action in iam_actions(op, params)}
 
     def leading_keys(self) -> Iterator[tuple[str, str]]:
         """(operation, partition key value) for every item every data-plane call touches."""
