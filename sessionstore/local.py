@@ -216,8 +216,9 @@ def transactions_by_item() -> None:
         return copy.deepcopy(value, memo)
 
     def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-        saved = []
-        places: set[tuple[int, Any, Any]] = set()
+        # (id(table), hash key, range key) -> (table, hash key, range key, item, its backup):
+        # one backup per item, however many actions name it (by name and by ARN, say).
+        saved: dict[tuple[int, Any, Any], tuple[Any, Any, Any, Any, Any]] = {}
         # id(shard) -> (shard, its list of records, how many it held): put back by truncation.
         streams: dict[int, tuple[Any, list[Any], int]] = {}
         for action in transact_items:
@@ -236,15 +237,14 @@ def transactions_by_item() -> None:
             old = table.get_item(hash_key, range_key)
             place = (id(table), hash_key, range_key)
             attrs = None if old is None else engine_backup.before_action(action, old.attrs)
-            if place in places or attrs is None:  # an item named twice: copy it whole
-                attrs = engine_backup.copied(old.attrs) if old is not None else None
-            places.add(place)
-            saved.append((table, hash_key, range_key, old, attrs))
+            if old is not None and (place in saved or attrs is None):  # named twice: whole
+                attrs = engine_backup.copied(old.attrs)
+            saved[place] = (table, hash_key, range_key, old, attrs)
         token = backing_up.set(True)
         try:
             original(self, transact_items)
         except BaseException:
-            for table, hash_key, range_key, old, attrs in reversed(saved):
+            for table, hash_key, range_key, old, attrs in saved.values():
                 items = table.items[hash_key] if range_key is not None else table.items
                 slot = range_key if range_key is not None else hash_key
                 if old is None:

@@ -46,13 +46,13 @@ CACHE_SIZE = 1024
 #: Conditions bound to a request's own maps, kept for the request's other parses of them.
 BOUND_SIZE = 64
 _PLACEHOLDER_TYPE = "sessionstore:placeholder"
-#: The update checks of moto's that depend on the text, the names and the key alone.
 #: Per cached update tree: the words of its text; the name patterns whose static checks passed.
 _WORDS: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
 _PASSED: weakref.WeakKeyDictionary[Any, set[Any]] = weakref.WeakKeyDictionary()
 #: isinstance answers of moto's tree walks, per class (its node classes never change).
 _IS_NODE: dict[type, bool] = {}
 _PROCESSED: dict[tuple[type, type], bool] = {}
+#: The update checks of moto's that depend on the text, the names and the key alone.
 _STATIC_CHECKS = (
     "ActionCountValidator",
     "OverlappingPathsValidator",

@@ -6,8 +6,8 @@ Layer: inside the embedded engine (``cache.install`` installs it), around moto's
 transaction with that action's reason), then hands the same condition to the ``put_item``,
 ``update_item`` or ``delete_item`` that runs it, which evaluates it again against the same item:
 each condition of the store's transactions cost the engine twice. Nothing runs between the two
-evaluations (the engine runs one request at a time, and moto refuses a transaction naming an item
-twice before it reads it), so the second one can only agree with the first. Here, while a
+evaluations (the engine runs one request at a time, and moto runs each action right after it
+evaluates that action's condition), so the second one can only agree with the first. Here, while a
 transaction runs, those three are called without the condition the transaction just evaluated.
 """
 

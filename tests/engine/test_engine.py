@@ -358,3 +358,37 @@ def test_a_cancelled_transaction_puts_back_a_table_named_by_its_arn(
     with pytest.raises(client.exceptions.TransactionCanceledException):
         client.transact_write_items(TransactItems=actions)
     assert client.scan(TableName=table, ConsistentRead=True)["Items"] == before
+
+
+def test_a_cancelled_transaction_puts_back_an_item_named_by_name_and_by_arn(
+    client: Any, table: str
+) -> None:
+    """One item named twice, by the table's name and by its ARN (moto's check for an item
+    named twice compares the names as text): cancelled, the item is as it was, both
+    actions' changes undone."""
+    arn = client.describe_table(TableName=table)["Table"]["TableArn"]
+    item = {**_key("twice"), "s": {"SS": ["a"]}, "m": {"M": {"k": {"S": "v"}}}}
+    client.put_item(TableName=table, Item=item)
+    before = client.scan(TableName=table, ConsistentRead=True)["Items"]
+    actions = [
+        {
+            "Update": {
+                "TableName": table,
+                "Key": _key("twice"),
+                "UpdateExpression": "SET m.k = :v",
+                "ExpressionAttributeValues": {":v": {"S": "a"}},
+            }
+        },
+        {
+            "Update": {
+                "TableName": arn,
+                "Key": _key("twice"),
+                "UpdateExpression": "ADD s :b",
+                "ExpressionAttributeValues": {":b": {"SS": ["b"]}},
+            }
+        },
+        _missing(table),
+    ]
+    with pytest.raises(client.exceptions.ClientError):
+        client.transact_write_items(TransactItems=actions)
+    assert client.scan(TableName=table, ConsistentRead=True)["Items"] == before
