@@ -112,13 +112,10 @@ def install() -> None:
     from moto.dynamodb.responses import DynamoHandler
 
     parse_parameters = DynamoHandler.parse_parameters
-    models: dict[str, Any] = {}
     readers: dict[str, tuple[Any, Reader]] = {}
 
     def read_once(self: Any, request: Any) -> None:
-        service = models.get(self.boto3_service_name)
-        if service is None:
-            service = models[self.boto3_service_name] = get_service_model(self.boto3_service_name)
+        service = get_service_model(self.boto3_service_name)  # cached by moto
         if (
             self.PROTOCOL_PARSER_MAP_TYPE is not dict
             or determine_request_protocol(service, request.content_type) != "json"

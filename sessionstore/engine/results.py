@@ -104,6 +104,7 @@ _SCALARS = frozenset({str, int, float, bool})
 def install() -> None:
     """Patch moto's DynamoDB handler in this process (once: ``local``)."""
     from moto.core.responses import ActionResult
+    from moto.core.utils import get_service_model
     from moto.dynamodb import responses
     from moto.dynamodb.responses import DynamoHandler, DynamoResult
 
@@ -111,7 +112,6 @@ def install() -> None:
     responses.dynamo_to_dict = plain(responses.dynamo_to_dict)  # type: ignore[attr-defined]
 
     serialized = DynamoHandler.serialized
-    shapes: dict[str, Any] = {}
 
     def direct(self: Any, action_result: Any) -> Any:
         result = action_result.result
@@ -122,12 +122,8 @@ def install() -> None:
             or not isinstance(result, dict)
         ):
             return serialized(self, action_result)
-        shape = shapes.get(action)
-        if shape is None:
-            from moto.core.utils import get_service_model
-
-            model = get_service_model(self.boto3_service_name)
-            shape = shapes[action] = model.operation_model(action).output_shape
+        # Each step cached already: the model by moto, the operation and its shape by botocore.
+        shape = get_service_model(self.boto3_service_name).operation_model(action).output_shape
         try:
             body = json.dumps(_wire(result, shape))
         except (_Unusual, TypeError, ValueError):
