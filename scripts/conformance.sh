@@ -33,7 +33,7 @@ say() { echo "conformance: $*" >&2; }
 die() { say "error: $*"; exit 2; }
 
 # Scored scenarios a stateless, multi-instance server is expected to fail, per requirement set
-# (why: sessionstore/conformance/fixtures.py): a tool that sends the client a request mid-call.
+# (why: sessionstore/conformance/mid_call.py): a tool that sends the client a request mid-call.
 declare -A BASELINE=(
   [2025-11-25]=""
   [2026-07-28]=""
