@@ -3,9 +3,8 @@
 Layer: a runner for ``sessionstore.fastmcp.demo``. Why: "many instances" has to mean processes
 too (the tests' two-process race, ``benchmarks.fastmcp``). It binds 127.0.0.1 only, port 0 picks
 a free port, and the first line it prints is ``listening <url>``; SIGTERM or SIGINT stops it.
-``--state store`` keeps the sessions in the table (``StoreSessionState``); ``--state
-unconditional`` is the wrong way on purpose (``sessionstore.tutorial.unconditional``),
-for comparison.
+The sessions are kept in the table (``StoreSessionState``); ``main(state=...)`` serves another
+state store, as ``python -m sessionstore.tutorial.unconditional`` does to show the wrong way.
 """
 
 from __future__ import annotations

@@ -117,13 +117,9 @@ class StoreSessionState(SessionHandler):
         if sid.startswith(USER_PREFIX):
             return False  # a per-user bucket is never a SessionId session
         try:
-            loaded = await self.store.load(sid, owner=owner)
-        except (SessionNotFound, SessionExpired, InvalidInput):
+            await self._open(owner, sid)
+        except InvalidSession:
             return False
-        current = loaded.session
-        if current.status is not Status.ACTIVE:
-            return False
-        await self._keep_alive(current, owner)
         return True
 
     async def session_create(self, session: Session) -> None:
@@ -267,7 +263,7 @@ class StoreSessionState(SessionHandler):
         period is left, by the millisecond: after any use, at least ``idle_seconds`` are left.
         Its stored period is longer by ``stored_idle``'s slack, so touches come at most about
         once per slack."""
-        if self.idle_seconds is None or current.idle_seconds is None or current.idle_until == 0:
+        if self.idle_seconds is None or current.idle_seconds is None:
             return
         if current.idle_until >= current.ttl:
             return  # the cap comes first: moving the deadline keeps it no longer
