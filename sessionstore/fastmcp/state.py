@@ -4,7 +4,8 @@ What it does with each ``Session`` operation, and what each costs, is in the pac
 (``sessionstore.fastmcp``); in short: a ``set`` or ``delete`` is one ``update_attributes`` of
 that key alone (one request, the transaction, nothing read back), a ``get`` one Query, a
 ``clear`` one Query and one transaction pinned to the version read, an ``end`` two requests
-(``closing``, then ``close_and_expire``'s transaction).
+(``closing``, then ``close_and_expire``'s transaction) -- three on an instance that has not read
+the session's state, which ``begin_close`` reads back.
 Everything else FastMCP keeps in its key-value store (``ctx.set_state``, visibility rules) is
 passed through to ``other``.
 
@@ -178,9 +179,11 @@ class StoreSessionState(SessionHandler):
     async def session_end(self, session: Session) -> None:
         """End it: ``closing``, then ``closed`` with the ttl of its items (metadata and state)
         at most ``ENDED_TTL_SECONDS`` away (2 requests: an UpdateItem, then
-        ``close_and_expire``'s transaction). A closed session refuses every write, so a ``set``
-        racing the end either lands before it or raises ``InvalidSession``. A per-user bucket
-        is emptied instead, so the principal can go on using it."""
+        ``close_and_expire``'s transaction; and a GetItem between them on an instance without
+        the session's state, which ``begin_close`` reads back with it). A closed session
+        refuses every write, so a ``set`` racing the end either lands before it or raises
+        ``InvalidSession``. A per-user bucket is emptied instead, so the principal can go on
+        using it."""
         owner, sid = identity(session)
         if sid.startswith(USER_PREFIX):
             await self.session_clear(session)
