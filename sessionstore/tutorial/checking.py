@@ -81,9 +81,7 @@ class Exercise:
 
 def quote(exc: BaseException) -> str:
     """``Type: message`` on one line, cut to ``QUOTE`` characters."""
-    text = " ".join(str(exc).split())
-    if len(text) > QUOTE:
-        text = text[: QUOTE - 3].rstrip() + "..."
+    text = _cut(" ".join(str(exc).split()))
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 

@@ -9,7 +9,9 @@ at the end of a cell, and it needs no GUI; this one also shows itself in a noteb
 from __future__ import annotations
 
 import io
+from typing import Any
 
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 
@@ -20,3 +22,11 @@ class Picture(Figure):
         png = io.BytesIO()
         self.savefig(png, format="png", dpi=100, metadata={"Software": None})
         return png.getvalue()
+
+
+def bare(ax: Axes, x: tuple[float, float], y: tuple[float, float], title: str, **kw: Any) -> None:
+    """A drawing, not a plot: limits, no axes, a title."""
+    ax.set_xlim(*x)
+    ax.set_ylim(*y)
+    ax.axis("off")
+    ax.set_title(title, **kw)

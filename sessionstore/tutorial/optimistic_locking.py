@@ -183,10 +183,10 @@ def check_add_message(answer: Any, client: Any) -> str:
             "a ConditionExpression comparing #version with a :value that holds "
             "seen['version']."
         )
-    if _read(client) != after_alice:
-        raise NotYet(f"Bob's refused write still changed the item: {_state(_read(client))}.")
+    fresh = _read(client)  # also Bob's re-read: he re-decides and tries again
+    if fresh != after_alice:
+        raise NotYet(f"Bob's refused write still changed the item: {_state(fresh)}.")
 
-    fresh = _read(client)  # Bob re-reads, re-decides and tries again
     if not _write(answer, client, "Bob", fresh, bob):
         raise NotYet(
             f"Bob's retry on a fresh read (version {fresh['version']['N']}) was refused too: "

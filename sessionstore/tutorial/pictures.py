@@ -22,7 +22,7 @@ from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 
 from .. import schema
 from ..models import Status
-from .figure import Picture
+from .figure import Picture, bare
 from .sequences import lost_response, lost_update
 from .timeline import Timeline
 
@@ -42,14 +42,6 @@ __all__ = [
 def _canvas(width: float, height: float) -> tuple[Picture, Axes]:
     fig = Picture(figsize=(width, height), layout="constrained")
     return fig, fig.subplots()
-
-
-def _bare(ax: Axes, x: tuple[float, float], y: tuple[float, float], title: str, **kw: Any) -> None:
-    """A drawing, not a plot: limits, no axes, a title."""
-    ax.set_xlim(*x)
-    ax.set_ylim(*y)
-    ax.axis("off")
-    ax.set_title(title, **kw)
 
 
 # ------------------------------------------------------------------- notebook 01
@@ -103,7 +95,7 @@ def item_collection(
         frameon=False,
     )
     title = f"One session's item collection, as one Query returns it ({n} items)"
-    _bare(ax, (-1.85, 9.75), (-0.05, n + 0.05), title)
+    bare(ax, (-1.85, 9.75), (-0.05, n + 0.05), title)
     return fig
 
 
@@ -164,7 +156,7 @@ def appends_race(sent: Sequence[str], kept: Mapping[str, Sequence[str]], writers
         ax.text(x, -0.2, f"writer {n}", ha="center", va="top", fontsize=8, color=colours[n])
     title = f"{len(order)} concurrent appends ({writers} writers): filled = kept, empty = lost"
     x_range, y_range = (-0.2, len(order) + writers * 0.6), (-0.6, len(kept) + 0.1)
-    _bare(ax, x_range, y_range, title, fontsize=10, loc="left")
+    bare(ax, x_range, y_range, title, fontsize=10, loc="left")
     return fig
 
 
@@ -255,7 +247,7 @@ def state_machine(
                 color=colour,
                 bbox={"fc": "white", "ec": "none", "pad": 0.5},
             )
-        _bare(ax, (-1.0, x[statuses[-1]] + 1.0), (-1.9, 1.0), title, fontsize=10, loc="left")
+        bare(ax, (-1.0, x[statuses[-1]] + 1.0), (-1.9, 1.0), title, fontsize=10, loc="left")
     fig.legend(
         handles=[
             Patch(color="0.55", label="allowed by TRANSITIONS"),

@@ -17,6 +17,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from ..schema import meta_key
 from .source_design import append_context_messages
 
 __all__ = [
@@ -47,12 +48,8 @@ class RaceResult:
         return self.acknowledged - (self.elements - self.duplicates)
 
 
-def _key(key: str) -> dict[str, Any]:
-    return {"pk": {"S": f"session#{key}"}, "sk": {"S": "metadata"}}
-
-
 def setup_item(client: Any, table: str, key: str) -> None:
-    item = {**_key(key), "version": {"N": "0"}, "context": {"L": []}}
+    item = {**meta_key(key), "version": {"N": "0"}, "context": {"L": []}}
     client.put_item(TableName=table, Item=item)
 
 
@@ -75,7 +72,7 @@ def worker(
     for _ in range(max_attempts):
         if acked >= per_worker or time.monotonic() > stop:
             break
-        item = client.get_item(TableName=table, Key=_key(key), ConsistentRead=True)["Item"]
+        item = client.get_item(TableName=table, Key=meta_key(key), ConsistentRead=True)["Item"]
         note((time.monotonic() - t0, worker_id, "attempt"))
         try:
             version = int(item["version"]["N"])
@@ -91,7 +88,7 @@ def worker(
 
 
 def read_result(client: Any, table: str, key: str, acked: int, conflicts: int) -> RaceResult:
-    item = client.get_item(TableName=table, Key=_key(key), ConsistentRead=True)["Item"]
+    item = client.get_item(TableName=table, Key=meta_key(key), ConsistentRead=True)["Item"]
     elements = [e["S"] for e in item["context"]["L"]]
     return RaceResult(
         acknowledged=acked,

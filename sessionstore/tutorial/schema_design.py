@@ -215,7 +215,7 @@ def check_tool_call_key(answer: Callable[[str, str, str], dict[str, Any]], clien
         except (ClientError, ParamValidationError) as exc:
             raise refusal(exc, "the GetItem") from None
         if item is None or item.get("toolCallId", {}).get("S") != call_id:
-            sk = key.get("sk", {}).get("S") if isinstance(key, dict) else key
+            sk = key.get("sk", {}).get("S")
             raise NotYet(
                 f"{call_id} was recorded at {recorded_at[11:19]} and delivered again at "
                 f"{REDELIVERED[11:19]}: a GetItem at sk {sk!r} found no record of it. A key with a "

@@ -15,7 +15,7 @@ from typing import Any
 from matplotlib.axes import Axes
 
 from ..conditions import readable
-from .figure import Picture
+from .figure import Picture, bare
 from .timeline import Attempt, Outcome, Timeline
 
 _COLOURS = {
@@ -60,10 +60,7 @@ def _sequence(ax: Axes, attempts: Sequence[Attempt], describe: Describe, title: 
         if note:
             style = _BAD_NEWS if bad else _NEWS
             ax.text(x, -0.16, note, ha="center", va="top", fontsize=7.5, **style)
-    ax.set_xlim(-1.6, len(ordered) - 0.4)
-    ax.set_ylim(-1.0, top + 1.0)
-    ax.axis("off")
-    ax.set_title(title, fontsize=10, loc="left")
+    bare(ax, (-1.6, len(ordered) - 0.4), (-1.0, top + 1.0), title, fontsize=10, loc="left")
 
 
 def _arrow(
