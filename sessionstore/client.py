@@ -88,7 +88,7 @@ def connect(endpoint_url: str | None = None, *, max_attempts: int = 5, **client_
     if endpoint == "aws":  # real DynamoDB: default credential chain, region and endpoint
         return session.client("dynamodb", config=config, **client_kwargs)
     embedded = endpoint is None
-    if endpoint is None:
+    if embedded:
         endpoint = _embedded_endpoint()
     kwargs: dict[str, Any] = {"endpoint_url": endpoint, "config": config, **client_kwargs}
     if urlparse(endpoint).hostname in _LOOPBACK:

@@ -134,7 +134,7 @@ def bypassed(key: str) -> RuntimeError:
     private method (``Session._load_raw``, ``_save_raw``) or to the store directly; on
     another, FastMCP's ``Session`` may have changed."""
     release = fastmcp_version()
-    served = ", ".join(name for name in HOOKED)
+    served = ", ".join(HOOKED)
     if is_tested(release):
         cause = (
             f"a call around the Session methods sessionstore.fastmcp serves ({served}) -- a "

@@ -17,8 +17,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
+from ..testing.hooks import Attached
 from ..testing.requests import RequestLog
 
 #: Refusals by a condition: the request was valid, the item said no.
@@ -96,7 +97,7 @@ class _ClientLog(RequestLog):
             attempt.outcome = Outcome.REFUSED if attempt.code in _REFUSALS else Outcome.ERROR
 
 
-class Timeline:
+class Timeline(Attached):
     """``with Timeline(Alice=client_a, Bob=client_b) as log:`` records every attempt each client
     sends inside the block, named by the keyword; ``log.by("...")`` names a stretch instead."""
 
@@ -119,12 +120,12 @@ class Timeline:
         finally:
             self._named.actor = before
 
-    def __enter__(self) -> Timeline:
+    def attach(self) -> Self:
         for log in self.logs.values():
             log.attach()
         return self
 
-    def __exit__(self, *_: object) -> None:
+    def detach(self, exc: BaseException | None = None) -> None:
         for log in self.logs.values():
             log.detach()
 
