@@ -159,9 +159,9 @@ def valid(tool: Tool, arguments: dict[str, Any]) -> bool:
 
 def storable(arguments: dict[str, Any]) -> None:
     """INVALID_PARAMS unless the call's record can hold ``arguments``: a client's ``1e400`` or
-    ``NaN`` parses as a float JSON cannot write, ``"\\ud800"`` as a lone surrogate, and the
-    completion would refuse them after the tool ran (a harmless tool is recorded after it runs,
-    too)."""
+    ``NaN`` parses as a float JSON cannot write, ``"\\ud800"`` as a lone surrogate. Refused
+    here, before any request: the claim's fingerprint would refuse them too, but as a store
+    error, and a harmless tool's only once it had run (it is recorded after it runs)."""
     try:
         codec.encode(arguments, "arguments")
     except InvalidInput as exc:
